@@ -1,0 +1,45 @@
+/* cuda_common.cuh: what the CUDA backend's files share: the context struct and the
+ * error-check macros. Internal to kernels/cuda. */
+#ifndef SIEVE_CUDA_COMMON_CUH
+#define SIEVE_CUDA_COMMON_CUH
+
+#include <cuda_runtime.h>
+#include <stdio.h>
+
+#include "sieve_kernels_internal.h"
+
+struct sieve__cuda_ctx {
+    int ordinal;
+    cudaDeviceProp prop;
+    cudaStream_t stream;
+    /* workspace owned by the context, grown on demand (used when the caller passes no
+     * scratch, and for pinned staging of queries and results) */
+    void *work;
+    size_t work_bytes;
+    void *pinned;
+    size_t pinned_bytes;
+};
+
+/* Releases the context's workspaces. */
+void sieve__cuda_release_workspace(sieve__cuda_ctx *c);
+
+/* Reports a failed CUDA call with file and line on stderr, returns SIEVE_EDEVICE. */
+static inline int sieve__cuda_fail(cudaError_t e, const char *what, const char *file, int line) {
+    fprintf(stderr, "sieve: CUDA error %s (%s) in %s at %s:%d\n", cudaGetErrorName(e),
+            cudaGetErrorString(e), what, file, line);
+    return e == cudaErrorMemoryAllocation ? SIEVE_ENOMEM : SIEVE_EDEVICE;
+}
+
+#define SIEVE_CUDA_TRY(call)                                                        \
+    do {                                                                            \
+        cudaError_t sieve__e = (call);                                              \
+        if (sieve__e != cudaSuccess) {                                              \
+            cudaGetLastError();                                                     \
+            return sieve__cuda_fail(sieve__e, #call, __FILE__, __LINE__);           \
+        }                                                                           \
+    } while (0)
+
+/* After every launch: catches launch-configuration errors. */
+#define SIEVE_CUDA_LAUNCH_CHECK() SIEVE_CUDA_TRY(cudaGetLastError())
+
+#endif

@@ -1,0 +1,32 @@
+/* cuda_stub.c: the CUDA backend when sieve is built without CUDA. Every entry reports
+ * SIEVE_ENODEV so "auto" falls back to the CPU and "cuda:N" fails clearly. */
+#include "sieve_kernels_internal.h"
+
+int sieve__cuda_device_count(void) { return 0; }
+int sieve__cuda_open(int ordinal, void **ctx) { return SIEVE_ENODEV; }
+void sieve__cuda_close(void *ctx) {}
+int sieve__cuda_info(void *ctx, sieve_device_info *info) { return SIEVE_ENODEV; }
+int sieve__cuda_alloc(void *ctx, size_t bytes, void **out) { return SIEVE_ENODEV; }
+void sieve__cuda_free(void *ctx, void *ptr) {}
+int sieve__cuda_copy(void *ctx, void *dst, const void *src, size_t bytes, int kind, int async) {
+    return SIEVE_ENODEV;
+}
+int sieve__cuda_sync(void *ctx) { return SIEVE_ENODEV; }
+int sieve__cuda_host_alloc(void *ctx, size_t bytes, void **out) { return SIEVE_ENODEV; }
+void sieve__cuda_host_free(void *ctx, void *ptr) {}
+int sieve__cuda_knn_scratch_size(void *ctx, const sieve_matrix *m, uint32_t n_queries,
+                                 const sieve_search_params *p, size_t *bytes) {
+    return SIEVE_ENODEV;
+}
+int sieve__cuda_knn(void *ctx, const sieve_matrix *m, const float *queries,
+                    uint32_t n_queries, const sieve_search_params *p, void *scratch,
+                    size_t scratch_bytes, int64_t *out_rows, float *out_scores,
+                    uint32_t *out_counts, uint8_t *out_paths, sieve_search_stats *stats) {
+    return SIEVE_ENODEV;
+}
+int sieve__cuda_knn_materialized(void *ctx, const sieve_matrix *m, const float *queries,
+                                 uint32_t n_queries, const sieve_search_params *p,
+                                 int64_t *out_rows, float *out_scores, uint32_t *out_counts,
+                                 sieve_search_stats *stats) {
+    return SIEVE_ENODEV;
+}

@@ -1,0 +1,224 @@
+/* sieve_kernels.h: the public C ABI of sieve's kernel module.
+ *
+ * Owns: device selection (CPU or CUDA), element types and their conversions, the batched
+ * exact k-NN search (fused score + sample-guided certified top-k), the materialize-then-sort
+ * oracle, a float64 reference, and the device memory primitives the page cache needs.
+ * Must not: include CUDA headers here (callers in store/, server/, client/ stay CUDA-free),
+ * know about LMDB, HTTP or JSON.
+ *
+ * Thread-safety: a sieve_device is used by one thread at a time (it owns a stream and
+ * staging buffers); open one per worker. Everything else here is pure.
+ *
+ * The exact top-k contract (see design.md): for each query, the result is the k rows of the
+ * largest ranking key, best first, ties broken by the smaller row number, and equal to a
+ * full sort of the keys this module computes. The ranking key is the float32 dot product
+ * for Dot and Cosine, and 2*q.x - |x|^2 for Euclid (larger is better, equivalent to the
+ * smallest distance). Sampling and binning change how much work is done, never the answer.
+ */
+#ifndef SIEVE_KERNELS_H
+#define SIEVE_KERNELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sieve_error.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---------------------------------------------------------------- element types */
+
+typedef enum sieve_dtype {
+    SIEVE_DTYPE_F32 = 0,  /* IEEE binary32 */
+    SIEVE_DTYPE_F16 = 1,  /* IEEE binary16 */
+    SIEVE_DTYPE_BF16 = 2, /* bfloat16 (upper half of a binary32) */
+} sieve_dtype;
+
+typedef enum sieve_metric {
+    SIEVE_METRIC_DOT = 0,    /* key = q.x */
+    SIEVE_METRIC_COSINE = 1, /* rows normalised at upsert; query normalised here; key = q.x */
+    SIEVE_METRIC_EUCLID = 2, /* key = 2 q.x - |x|^2; reported score = sqrt(max(0,|q|^2 - key)) */
+} sieve_metric;
+
+/* Bytes per element of dtype, or 0 for an unknown dtype. */
+size_t sieve_dtype_size(sieve_dtype dtype);
+/* "float32" / "float16" / "bfloat16", or NULL. */
+const char *sieve_dtype_name(sieve_dtype dtype);
+/* Parses the names above (also "f32","f16","bf16","float"); 0 or SIEVE_EINVAL. */
+int sieve_dtype_parse(const char *name, sieve_dtype *out);
+/* "Dot" / "Cosine" / "Euclid", or NULL. */
+const char *sieve_metric_name(sieve_metric metric);
+/* Parses "Dot", "Cosine", "Euclid" (case-insensitive); 0 or SIEVE_EINVAL. */
+int sieve_metric_parse(const char *name, sieve_metric *out);
+
+/* Round-to-nearest-even conversions (NaN stays NaN, overflow goes to infinity). */
+uint16_t sieve_f32_to_f16(float x);
+float sieve_f16_to_f32(uint16_t h);
+uint16_t sieve_f32_to_bf16(float x);
+float sieve_bf16_to_f32(uint16_t h);
+
+/* Converts n float32 values into dtype (dst holds n * sieve_dtype_size(dtype) bytes). */
+void sieve_convert_from_f32(sieve_dtype dtype, const float *src, void *dst, size_t n);
+/* Converts n dtype values into float32. */
+void sieve_convert_to_f32(sieve_dtype dtype, const void *src, float *dst, size_t n);
+
+/* Squared L2 norm of a stored row, accumulated in float32 in index order from the stored
+ * (rounded) values: this is the |x|^2 the Euclid key uses, on every device. */
+float sieve_row_sqnorm(sieve_dtype dtype, const void *row, uint32_t dim);
+
+/* ---------------------------------------------------------------- devices */
+
+typedef enum sieve_device_kind {
+    SIEVE_DEVICE_CPU = 0,
+    SIEVE_DEVICE_CUDA = 1,
+} sieve_device_kind;
+
+typedef struct sieve_device sieve_device;
+
+typedef struct sieve_device_info {
+    sieve_device_kind kind;
+    int ordinal;                /* CUDA device number, or -1 for the CPU */
+    char name[128];             /* "cpu (2 threads)" or the GPU's name */
+    uint32_t threads;           /* CPU worker threads used by searches */
+    uint64_t memory_total;      /* device memory in bytes (0 for the CPU) */
+    uint64_t memory_free;       /* at the time of the call (0 for the CPU) */
+    int multiprocessors;        /* 0 for the CPU */
+} sieve_device_info;
+
+/* Number of CUDA devices usable by this build (0 when built without CUDA or none visible). */
+int sieve_cuda_device_count(void);
+
+/* Opens a device. spec: "auto" (CUDA device 0 when one is usable, else the CPU), "cpu",
+ * "cpu:T" (T worker threads; default = online cores), "cuda" or "cuda:N".
+ * On success *out owns the device; close it with sieve_device_close.
+ * Errors: SIEVE_EINVAL (bad spec), SIEVE_ENODEV (no such CUDA device or CUDA not built),
+ * SIEVE_ENOMEM, SIEVE_EDEVICE. */
+int sieve_device_open(const char *spec, sieve_device **out);
+/* Releases the device and everything it owns. NULL is ignored. */
+void sieve_device_close(sieve_device *dev);
+/* Fills *info. Errors: SIEVE_EINVAL, SIEVE_EDEVICE. */
+int sieve_device_get_info(sieve_device *dev, sieve_device_info *info);
+sieve_device_kind sieve_device_get_kind(const sieve_device *dev);
+
+/* Device memory (for the page cache). On the CPU these are plain host allocations, so
+ * callers can be device-agnostic. All copies are ordered on the device's stream and
+ * complete before the call returns unless named _async.
+ * Errors: SIEVE_EINVAL, SIEVE_ENOMEM, SIEVE_EDEVICE. */
+int sieve_device_alloc(sieve_device *dev, size_t bytes, void **out);
+void sieve_device_free(sieve_device *dev, void *ptr);
+int sieve_device_upload(sieve_device *dev, void *dst, const void *src, size_t bytes);
+int sieve_device_upload_async(sieve_device *dev, void *dst, const void *src, size_t bytes);
+int sieve_device_download(sieve_device *dev, void *dst, const void *src, size_t bytes);
+int sieve_device_sync(sieve_device *dev);
+/* Page-locked host memory (plain malloc on the CPU device). */
+int sieve_host_alloc_pinned(sieve_device *dev, size_t bytes, void **out);
+void sieve_host_free_pinned(sieve_device *dev, void *ptr);
+
+/* ---------------------------------------------------------------- the stored matrix */
+
+/* A read-only view of a collection's rows, paged. Every pointer in it (the arrays
+ * themselves and what they point to) is in the memory of the device that searches:
+ * host memory for the CPU, device memory for CUDA. The view does not own anything.
+ *
+ * Row r lives in pages[r / rows_per_page] at offset (r % rows_per_page) * dim elements.
+ * rows_per_page must be a positive multiple of 64 (and of 128 for CUDA).
+ */
+typedef struct sieve_matrix {
+    sieve_dtype dtype;
+    uint32_t dim;
+    uint64_t n_rows;                 /* rows addressed: 0 .. n_rows-1 (deleted ones included) */
+    uint32_t rows_per_page;
+    const void *const *pages;        /* ceil(n_rows / rows_per_page) page pointers */
+    const float *const *norm_pages;  /* |x|^2 of each row, same paging (sieve_row_sqnorm);
+                                        required for Euclid, ignored otherwise */
+    const uint64_t *deleted;         /* optional: bit r set = row r is not a candidate */
+    const uint64_t *allowed;         /* optional: bit r clear = row r is not a candidate */
+} sieve_matrix;
+
+/* ---------------------------------------------------------------- search */
+
+typedef enum sieve_search_path {
+    SIEVE_PATH_CERTIFIED = 0, /* first scan admitted >= k candidates: certified exact */
+    SIEVE_PATH_UNDERFILL = 1, /* first scan admitted < k: recovered with the secondary boundary */
+    SIEVE_PATH_OVERFLOW = 2,  /* candidate buffer overflowed: recovered by tightening and rescan */
+    SIEVE_PATH_FULL = 3,      /* exact full-row recovery (every eligible row sorted) */
+    SIEVE_PATH_DIRECT = 4,    /* small row counts: every eligible row sorted directly */
+} sieve_search_path;
+#define SIEVE_PATH_COUNT 5
+
+/* Flags for sieve_search_params.flags. */
+#define SIEVE_SEARCH_NO_TIGHTEN 0x1u  /* keep the proposed boundary for the whole scan */
+
+typedef struct sieve_search_params {
+    sieve_metric metric;
+    uint32_t k;                /* 1 .. n_rows */
+    uint64_t seed;             /* picks the sample's random offset; any value is exact */
+    uint32_t flags;
+    /* Test and tuning hooks; 0 means "choose". Never change the answer. */
+    uint32_t sample_rows;      /* rows in the strided sample (default max(16384, 8k), <= N) */
+    uint32_t candidate_capacity; /* per-query candidate buffer (default from k) */
+    int force_boundary;        /* nonzero: use forced_boundary as the proposed boundary */
+    float forced_boundary;
+} sieve_search_params;
+
+/* Fills p with defaults for metric and k. */
+void sieve_search_params_init(sieve_search_params *p, sieve_metric metric, uint32_t k);
+
+typedef struct sieve_search_stats {
+    uint64_t queries;
+    uint64_t rows_scanned;        /* rows scored in full scans (per query summed over the batch) */
+    uint64_t rows_sampled;        /* rows scored for the sample, per query summed */
+    uint64_t candidates_admitted; /* rows passing the gate in the first scan, summed */
+    uint64_t rescans;             /* extra scans run by recoveries, per query summed */
+    uint64_t path_count[SIEVE_PATH_COUNT]; /* queries answered by each path */
+    double ms_sample, ms_scan, ms_select, ms_total; /* wall time of each phase */
+} sieve_search_stats;
+
+/* Adds b into a (counts and times). */
+void sieve_search_stats_add(sieve_search_stats *a, const sieve_search_stats *b);
+
+/* Scratch bytes sieve_knn needs for this device, matrix shape, batch and parameters.
+ * Errors: SIEVE_EINVAL. */
+int sieve_knn_scratch_size(sieve_device *dev, const sieve_matrix *m, uint32_t n_queries,
+                           const sieve_search_params *p, size_t *bytes);
+
+/* Batched exact k-NN, the fused sample-guided path of design.md.
+ *
+ * queries: n_queries x m->dim float32, row-major, host memory (finite values).
+ * scratch: scratch_bytes of the device's memory (>= sieve_knn_scratch_size); the caller
+ *   owns it; when scratch is NULL the function allocates and frees its own.
+ * out_rows, out_scores: n_queries x p->k, host memory, written best first. When fewer than
+ *   k rows are eligible (deleted/allowed masks), the tail is padded with row -1 and score
+ *   NaN, and out_counts (optional, n_queries) says how many are real.
+ * out_paths: optional, n_queries bytes of sieve_search_path.
+ * stats: optional; overwritten.
+ * Reported scores: the key for Dot and Cosine; the Euclidean distance for Euclid.
+ * Errors: SIEVE_EINVAL (NULL pointers, k == 0, k > n_rows, bad dims/page size),
+ * SIEVE_ENOSPC (scratch too small), SIEVE_ENOMEM, SIEVE_EDEVICE. */
+int sieve_knn(sieve_device *dev, const sieve_matrix *m, const float *queries,
+              uint32_t n_queries, const sieve_search_params *p, void *scratch,
+              size_t scratch_bytes, int64_t *out_rows, float *out_scores,
+              uint32_t *out_counts, uint8_t *out_paths, sieve_search_stats *stats);
+
+/* The materialize-then-sort oracle: the same scorer writes every key of the row, which is
+ * then fully sorted (key descending, row ascending). Same arguments and outputs as
+ * sieve_knn (scratch is allocated internally). Its answer must equal sieve_knn's bit for
+ * bit. Errors: as sieve_knn. */
+int sieve_knn_materialized(sieve_device *dev, const sieve_matrix *m, const float *queries,
+                           uint32_t n_queries, const sieve_search_params *p,
+                           int64_t *out_rows, float *out_scores, uint32_t *out_counts,
+                           sieve_search_stats *stats);
+
+/* Float64 reference on host memory (m's pointers must be host memory): keys accumulated
+ * in double from the stored values, full sort, ties by row. out_keys gets the double keys
+ * (not the reported scores), for near-tie tolerance checks. Single-threaded, slow.
+ * Errors: SIEVE_EINVAL, SIEVE_ENOMEM. */
+int sieve_knn_reference(const sieve_matrix *m, const float *queries, uint32_t n_queries,
+                        sieve_metric metric, uint32_t k, int64_t *out_rows,
+                        double *out_keys, uint32_t *out_counts);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,184 @@
+/* sieve_store.h: the public API of sieve's LMDB store.
+ *
+ * Owns: one LMDB environment per data directory; collections (config, vector pages, id map,
+ * row table, payloads, free rows); durable group-committed writes; read snapshots that expose
+ * a collection's pages as a sieve_matrix straight out of LMDB's memory map; the map growing
+ * on MDB_MAP_FULL. Must not: parse HTTP, know about CUDA (device residency goes through the
+ * kernel module's device-memory functions only).
+ *
+ * Layout (see store.c for the exact key formats): a fixed set of named databases shared by
+ * all collections, each key prefixed by the collection's 32-bit id. This deviates from
+ * "named databases per collection" in design.md on purpose: LMDB DBI handles are
+ * environment-wide and unsafe to close while other threads' transactions still use them,
+ * and a fixed set has no maxdbs limit. Dropping a collection deletes its key ranges in one
+ * write transaction; collection ids are never reused.
+ *
+ * Rows: each point occupies one row. Overwriting an id rewrites its row in place. Deleting
+ * a point marks its row deleted; later inserts reuse the lowest free row (no compaction).
+ *
+ * Thread-safety: a sieve_store is safe to use from any number of threads. Write calls
+ * (create, drop, upsert, delete) are queued to one writer thread that groups concurrent
+ * requests into one durable LMDB transaction (group commit); each request is applied
+ * atomically (all of it or none of it) and the call returns after the commit is durable.
+ * A snapshot is used by one thread at a time.
+ */
+#ifndef SIEVE_STORE_H
+#define SIEVE_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sieve_error.h"
+#include "sieve_kernels.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define SIEVE_NAME_MAX 64 /* collection names: 1..64 chars of [A-Za-z0-9_.-], not "." or ".." */
+
+typedef struct sieve_store sieve_store;
+
+typedef struct sieve_store_options {
+    uint64_t initial_map_bytes; /* initial LMDB map size (default 1 GiB); grows on demand */
+    int no_sync;                /* tests and benchmarks only: MDB_NOSYNC (not durable) */
+    uint32_t group_max;         /* most requests grouped into one transaction (default 256) */
+} sieve_store_options;
+
+void sieve_store_options_init(sieve_store_options *o);
+
+/* Opens (creating if needed) the store in directory dir. Fails with SIEVE_EBUSY if another
+ * process holds the directory's write lock (one sieve process per data directory).
+ * Errors: SIEVE_EINVAL, SIEVE_EIO, SIEVE_ECORRUPT, SIEVE_EBUSY, SIEVE_ENOMEM. */
+int sieve_store_open(const char *dir, const sieve_store_options *opts, sieve_store **out);
+/* Finishes queued writes, stops the writer and closes the environment. NULL is ignored.
+ * All snapshots must be closed first. */
+void sieve_store_close(sieve_store *st);
+
+/* ---------------------------------------------------------------- collections */
+
+typedef struct sieve_collection_config {
+    char name[SIEVE_NAME_MAX + 1];
+    uint32_t dim;            /* 1 .. 65536 */
+    sieve_metric metric;
+    sieve_dtype dtype;
+    uint32_t rows_per_page;  /* 0 = choose (about 1 MiB pages); else a multiple of 128 */
+} sieve_collection_config;
+
+typedef struct sieve_collection_info {
+    sieve_collection_config config; /* rows_per_page resolved */
+    uint64_t points;      /* live points */
+    uint64_t rows;        /* rows addressed (live + deleted), the kernel's n_rows */
+    uint64_t pages;
+    uint64_t generation;  /* increases with every committed change to the collection */
+    uint32_t collection_id;
+} sieve_collection_info;
+
+/* 1 if name is a valid collection name, else 0. */
+int sieve_store_name_valid(const char *name);
+
+/* Errors: SIEVE_EINVAL (bad name, dim, page size), SIEVE_EEXIST, SIEVE_EIO. */
+int sieve_store_create_collection(sieve_store *st, const sieve_collection_config *cfg);
+/* Errors: SIEVE_EINVAL, SIEVE_ENOTFOUND, SIEVE_EIO. */
+int sieve_store_drop_collection(sieve_store *st, const char *name);
+/* *names gets a malloc'd array of *count malloc'd names, sorted; free with
+ * sieve_store_free_names. Errors: SIEVE_ENOMEM, SIEVE_EIO. */
+int sieve_store_list_collections(sieve_store *st, char ***names, size_t *count);
+void sieve_store_free_names(char **names, size_t count);
+/* Errors: SIEVE_EINVAL, SIEVE_ENOTFOUND. */
+int sieve_store_collection_info(sieve_store *st, const char *name, sieve_collection_info *out);
+
+/* ---------------------------------------------------------------- points */
+
+typedef enum sieve_id_kind { SIEVE_ID_NUM = 0, SIEVE_ID_UUID = 1 } sieve_id_kind;
+
+typedef struct sieve_point_id {
+    sieve_id_kind kind;
+    uint64_t num;          /* when kind == SIEVE_ID_NUM */
+    uint8_t uuid[16];      /* when kind == SIEVE_ID_UUID */
+} sieve_point_id;
+
+/* Parses a canonical or hyphen-less UUID string (case-insensitive). 0 or SIEVE_EINVAL. */
+int sieve_uuid_parse(const char *text, uint8_t out[16]);
+/* Writes the lowercase hyphenated form (36 chars + NUL) into buf[37]. */
+void sieve_uuid_format(const uint8_t uuid[16], char buf[37]);
+/* Orders ids: numbers before UUIDs, then by value. */
+int sieve_point_id_cmp(const sieve_point_id *a, const sieve_point_id *b);
+
+typedef struct sieve_point {
+    sieve_point_id id;
+    const float *vector;     /* dim float32 values (finite); converted to the collection's
+                                dtype, normalised first for Cosine */
+    const char *payload;     /* JSON object text, or NULL for no payload */
+    size_t payload_len;      /* bytes of payload (0 with NULL) */
+} sieve_point;
+
+/* Inserts or replaces n points in one atomic, durable write. Every vector is checked
+ * (finite, right dimension) before anything is written; a failed call writes nothing.
+ * Replacing an id replaces its vector and its payload (NULL payload clears it).
+ * Within one call, a repeated id keeps its last occurrence.
+ * Errors: SIEVE_EINVAL, SIEVE_ENOTFOUND (collection), SIEVE_ENONFINITE, SIEVE_EDIM,
+ * SIEVE_ETOOBIG (payload over 16 MiB), SIEVE_EIO, SIEVE_ECLOSED. */
+int sieve_store_upsert(sieve_store *st, const char *collection, const sieve_point *points,
+                       size_t n);
+
+/* Deletes the points with these ids (absent ids are ignored) in one durable write.
+ * *n_deleted (optional) gets how many existed. Errors: SIEVE_EINVAL, SIEVE_ENOTFOUND,
+ * SIEVE_EIO, SIEVE_ECLOSED. */
+int sieve_store_delete(sieve_store *st, const char *collection, const sieve_point_id *ids,
+                       size_t n, uint64_t *n_deleted);
+
+/* Live point count. Errors: SIEVE_EINVAL, SIEVE_ENOTFOUND. */
+int sieve_store_count(sieve_store *st, const char *collection, uint64_t *out);
+
+/* Reads one point. vector_out (optional) gets dim float32 values as stored (converted from
+ * the dtype); *payload_out (optional) gets a malloc'd NUL-terminated copy of the payload
+ * JSON or NULL when it has none (caller frees). Errors: SIEVE_EINVAL, SIEVE_ENOTFOUND
+ * (collection or point). */
+int sieve_store_get(sieve_store *st, const char *collection, const sieve_point_id *id,
+                    float *vector_out, char **payload_out);
+
+/* ---------------------------------------------------------------- read snapshots */
+
+/* A consistent read view of one collection: an LMDB read transaction plus the paged
+ * matrix. While a snapshot is open the pointers it hands out stay valid and the map is not
+ * resized (a writer that needs to grow the map waits for open snapshots to close), so keep
+ * snapshots short-lived. */
+typedef struct sieve_snapshot sieve_snapshot;
+
+/* Errors: SIEVE_EINVAL, SIEVE_ENOTFOUND, SIEVE_ENOMEM, SIEVE_EIO. */
+int sieve_snapshot_open(sieve_store *st, const char *collection, sieve_snapshot **out);
+void sieve_snapshot_close(sieve_snapshot *snap);
+
+/* The collection's info as of this snapshot. */
+const sieve_collection_info *sieve_snapshot_info(const sieve_snapshot *snap);
+
+/* The host-memory matrix view (pages and norm pages in LMDB's map; the deleted bitmap owned
+ * by the snapshot; allowed = NULL). Valid until sieve_snapshot_close. */
+const sieve_matrix *sieve_snapshot_matrix(const sieve_snapshot *snap);
+
+/* Generation of each page (n = info->pages entries): a page's generation changes whenever
+ * any of its rows or norms change. Owned by the snapshot. */
+const uint64_t *sieve_snapshot_page_generations(const sieve_snapshot *snap);
+
+/* Row -> external id. Errors: SIEVE_ERANGE (row >= rows), SIEVE_ENOTFOUND (row deleted). */
+int sieve_snapshot_row_id(sieve_snapshot *snap, uint64_t row, sieve_point_id *out);
+/* External id -> row. Errors: SIEVE_ENOTFOUND. */
+int sieve_snapshot_id_row(sieve_snapshot *snap, const sieve_point_id *id, uint64_t *row);
+/* Payload JSON of a row: *json points into the map (not NUL-terminated), valid until the
+ * snapshot closes; *json = NULL, *len = 0 when the row has no payload. Errors: SIEVE_ERANGE. */
+int sieve_snapshot_row_payload(sieve_snapshot *snap, uint64_t row, const char **json,
+                               size_t *len);
+/* Stored vector of a row as float32 (dim values). Errors: SIEVE_ERANGE. */
+int sieve_snapshot_row_vector(sieve_snapshot *snap, uint64_t row, float *out);
+
+/* Calls fn for every live row in row order with its id and payload (payload NULL if none);
+ * stops early when fn returns nonzero and returns that value. Used to build filter masks. */
+typedef int (*sieve_row_visitor)(void *ctx, uint64_t row, const sieve_point_id *id,
+                                 const char *payload, size_t payload_len);
+int sieve_snapshot_foreach(sieve_snapshot *snap, sieve_row_visitor fn, void *ctx);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
