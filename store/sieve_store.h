@@ -111,14 +111,21 @@ typedef struct sieve_point {
                                 dtype, normalised first for Cosine */
     const char *payload;     /* JSON object text, or NULL for no payload */
     size_t payload_len;      /* bytes of payload (0 with NULL) */
+    uint32_t dim;            /* values at vector as the caller received them, checked against
+                                the collection (SIEVE_EDIM); 0 = the caller vouches for dim */
 } sieve_point;
 
 /* Inserts or replaces n points in one atomic, durable write. Every vector is checked
  * (finite, right dimension) before anything is written; a failed call writes nothing.
  * Replacing an id replaces its vector and its payload (NULL payload clears it).
- * Within one call, a repeated id keeps its last occurrence.
- * Errors: SIEVE_EINVAL, SIEVE_ENOTFOUND (collection), SIEVE_ENONFINITE, SIEVE_EDIM,
- * SIEVE_ETOOBIG (payload over 16 MiB), SIEVE_EIO, SIEVE_ECLOSED. */
+ * Within one call, a repeated id keeps its last occurrence. New ids take the lowest free
+ * (deleted) row, else the next row. Cosine vectors are normalised in float32 before the
+ * conversion (a zero vector stays zero). The points and everything they point to are only
+ * read, and only until the call returns.
+ * Errors: SIEVE_EINVAL (NULL pointers, bad id kind, payload not a JSON object),
+ * SIEVE_EPARSE (payload is not JSON), SIEVE_ENOTFOUND (collection), SIEVE_ENONFINITE,
+ * SIEVE_EDIM, SIEVE_ERANGE (a value overflows the dtype, or the squared norm overflows
+ * float32), SIEVE_ETOOBIG (payload over 16 MiB), SIEVE_ENOMEM, SIEVE_EIO, SIEVE_ECLOSED. */
 int sieve_store_upsert(sieve_store *st, const char *collection, const sieve_point *points,
                        size_t n);
 
@@ -138,15 +145,35 @@ int sieve_store_count(sieve_store *st, const char *collection, uint64_t *out);
 int sieve_store_get(sieve_store *st, const char *collection, const sieve_point_id *id,
                     float *vector_out, char **payload_out);
 
+/* ---------------------------------------------------------------- statistics */
+
+typedef struct sieve_store_stats {
+    uint64_t requests;      /* write requests applied (create, drop, upsert, delete) */
+    uint64_t failed;        /* of which failed (and wrote nothing) */
+    uint64_t commits;       /* LMDB write transactions committed */
+    uint64_t retries;       /* groups re-run after MDB_MAP_FULL */
+    uint64_t map_grows;     /* times the map was grown */
+    uint64_t map_bytes;     /* current map size */
+    uint64_t max_group;     /* most requests in one transaction */
+} sieve_store_stats;
+
+/* Copies the writer's counters (group commit: commits < requests under concurrency).
+ * Errors: SIEVE_EINVAL. */
+int sieve_store_get_stats(sieve_store *st, sieve_store_stats *out);
+
 /* ---------------------------------------------------------------- read snapshots */
 
 /* A consistent read view of one collection: an LMDB read transaction plus the paged
  * matrix. While a snapshot is open the pointers it hands out stay valid and the map is not
  * resized (a writer that needs to grow the map waits for open snapshots to close), so keep
- * snapshots short-lived. */
+ * snapshots short-lived. A thread that holds a snapshot must not open another snapshot, call
+ * sieve_store_get or any write call until it closes it: when the map must grow, the writer
+ * waits for every open snapshot and new readers wait for the writer. A snapshot opened after
+ * a write call returned sees that write. Deletes show in the deleted bitmap only; page
+ * generations change when a page's bytes (vectors or norms) change. */
 typedef struct sieve_snapshot sieve_snapshot;
 
-/* Errors: SIEVE_EINVAL, SIEVE_ENOTFOUND, SIEVE_ENOMEM, SIEVE_EIO. */
+/* Errors: SIEVE_EINVAL, SIEVE_ENOTFOUND, SIEVE_ENOMEM, SIEVE_EIO, SIEVE_ECORRUPT. */
 int sieve_snapshot_open(sieve_store *st, const char *collection, sieve_snapshot **out);
 void sieve_snapshot_close(sieve_snapshot *snap);
 
