@@ -37,7 +37,7 @@ typedef struct scan_ctx {
     uint64_t visited;
     uint64_t counter_last;
     int counter_seen;
-    char err[256];
+    char err[1024];
 } scan_ctx;
 
 static int scan_row(void *arg, uint64_t row, const sieve_point_id *id, const char *payload,
@@ -80,8 +80,8 @@ static int scan_row(void *arg, uint64_t row, const sieve_point_id *id, const cha
     char want[320];
     cr_payload(batch, j, want, sizeof want);
     if (!payload || len != strlen(want) || memcmp(payload, want, len)) {
-        snprintf(c->err, sizeof c->err, "point %llu: payload %.*s, want %s",
-                 (unsigned long long)id->num, (int)len, payload ? payload : "", want);
+        snprintf(c->err, sizeof c->err, "point %llu: payload %.*s, want %.320s",
+                 (unsigned long long)id->num, (int)(len > 320 ? 320 : len), payload ? payload : "", want);
         return 1;
     }
     if (t - 1 == c->cur || row % 16 == c->cur % 16) {
