@@ -155,6 +155,8 @@ typedef struct sieve_store_stats {
     uint64_t map_grows;     /* times the map was grown */
     uint64_t map_bytes;     /* current map size */
     uint64_t max_group;     /* most requests in one transaction */
+    uint64_t apply_ns;      /* writer time applying requests (puts, page writes) */
+    uint64_t commit_ns;     /* writer time in mdb_txn_commit (writes and syncs) */
 } sieve_store_stats;
 
 /* Copies the writer's counters (group commit: commits < requests under concurrency).

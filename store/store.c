@@ -396,7 +396,14 @@ static int apply_one(sieve_store *st, MDB_txn *txn, sieve__req *r) {
 
 /* Runs the group once. Returns MDB_MAP_FULL when the whole group must be retried after
  * growing the map; otherwise 0 with each request's rc set. */
+static uint64_t now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 static int try_group(sieve_store *st, sieve__req **grp, size_t n) {
+    uint64_t t0 = now_ns();
     for (size_t i = 0; i < n; i++) grp[i]->rc = 0;
     MDB_txn *txn;
     int rc = mdb_txn_begin(st->env, NULL, 0, &txn);
@@ -437,8 +444,18 @@ static int try_group(sieve_store *st, sieve__req **grp, size_t n) {
         for (size_t i = 0; i < n; i++) if (!grp[i]->rc) grp[i]->rc = rc;
         return 0;
     }
-    uint64_t txnid = mdb_txn_id(txn);
+    uint64_t t1 = now_ns();
     rc = sieve__mdb_err(mdb_txn_commit(txn));
+    uint64_t t2 = now_ns();
+    /* The id readers will see: LMDB commits a transaction that changed nothing without a
+     * new id, so mdb_txn_id(txn) would be one ahead of every reader forever. */
+    MDB_envinfo ei;
+    if (!rc) rc = sieve__mdb_err(mdb_env_info(st->env, &ei));
+    uint64_t txnid = rc ? 0 : ei.me_last_txnid;
+    pthread_mutex_lock(&st->mu);
+    st->stats.apply_ns += t1 - t0;
+    st->stats.commit_ns += t2 - t1;
+    pthread_mutex_unlock(&st->mu);
     if (rc == MDB_MAP_FULL) {
         plan_free(&p);
         return MDB_MAP_FULL;

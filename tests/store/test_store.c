@@ -709,6 +709,26 @@ Test(snapshots, foreach_visits_live_rows_with_payloads) {
     sieve_snapshot_close(s);
 }
 
+/* A delete that finds nothing commits an LMDB transaction that changes nothing (and gets no
+ * new id); snapshots opened after it must not wait for a publish that never comes. */
+Test(snapshots, open_after_a_write_that_changed_nothing, .timeout = 20) {
+    create("n", 2, SIEVE_METRIC_DOT, SIEVE_DTYPE_F32, 0);
+    upsert_range("n", 2, 0, 3, 0, 0);
+    uint64_t gen = info_of("n").generation;
+    sieve_point_id absent[2] = {tu_num(50), tu_uuid(50)};
+    uint64_t nd = 9;
+    cr_assert_eq(sieve_store_delete(g_st, "n", absent, 2, &nd), 0);
+    cr_assert_eq(nd, 0);
+    cr_assert_eq(info_of("n").generation, gen, "a no-op delete changed the generation");
+    for (int i = 0; i < 3; i++) {
+        sieve_snapshot *s;
+        cr_assert_eq(sieve_snapshot_open(g_st, "n", &s), 0);
+        cr_assert_eq(sieve_snapshot_info(s)->points, 3);
+        sieve_snapshot_close(s);
+        cr_assert_eq(sieve_store_delete(g_st, "n", absent, 1, NULL), 0);
+    }
+}
+
 Test(snapshots, empty_collection) {
     create("e", 3, SIEVE_METRIC_DOT, SIEVE_DTYPE_F16, 0);
     sieve_snapshot *s;
