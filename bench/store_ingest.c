@@ -4,6 +4,7 @@
  * Must not: measure anything but the store (vectors are generated before the clock starts). */
 #define _GNU_SOURCE
 #include <getopt.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -28,7 +29,13 @@ static void usage(FILE *f, const char *argv0) {
             "  --threads T      concurrent upsert callers (default 1)\n"
             "  --no-sync        MDB_NOSYNC (not durable; for comparison only)\n"
             "  --map-mib M      initial map size in MiB (default 1024)\n"
-            "  -h, --help       this text\n",
+            "  --malloc-default leave glibc malloc's thresholds alone (see below)\n"
+            "  -h, --help       this text\n\n"
+            "By default the benchmark raises glibc's mmap and trim thresholds, as an ingest\n"
+            "process should: LMDB allocates every dirty page blob of a transaction with\n"
+            "malloc and frees it at commit, and with the default thresholds glibc hands that\n"
+            "memory back to the kernel after every commit, so each transaction page-faults\n"
+            "its whole size in again.\n",
             argv0);
 }
 
@@ -83,11 +90,12 @@ int main(int argc, char **argv) {
     const char *dir = NULL, *dtype = "float32", *metric = "Dot";
     size_t n = 1000000, batch = 10000, map_mib = 1024;
     uint32_t dim = 768;
-    int threads = 1, no_sync = 0;
+    int threads = 1, no_sync = 0, malloc_default = 0;
     static const struct option opts[] = {
         {"dir", 1, 0, 'd'}, {"n", 1, 0, 'n'}, {"dim", 1, 0, 'D'}, {"batch", 1, 0, 'b'},
         {"dtype", 1, 0, 't'}, {"metric", 1, 0, 'm'}, {"threads", 1, 0, 'T'},
-        {"no-sync", 0, 0, 'S'}, {"map-mib", 1, 0, 'M'}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
+        {"no-sync", 0, 0, 'S'}, {"map-mib", 1, 0, 'M'}, {"malloc-default", 0, 0, 'A'},
+        {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
     int c;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         switch (c) {
@@ -100,6 +108,7 @@ int main(int argc, char **argv) {
         case 'T': threads = atoi(optarg); break;
         case 'S': no_sync = 1; break;
         case 'M': map_mib = strtoull(optarg, NULL, 10); break;
+        case 'A': malloc_default = 1; break;
         case 'h': usage(stdout, argv[0]); return 0;
         default: usage(stderr, argv[0]); return 2;
         }
@@ -112,6 +121,10 @@ int main(int argc, char **argv) {
         sieve_dtype_parse(dtype, &cfg.dtype) || sieve_metric_parse(metric, &cfg.metric)) {
         usage(stderr, argv[0]);
         return 2;
+    }
+    if (!malloc_default) {
+        mallopt(M_MMAP_THRESHOLD, 32 << 20);
+        mallopt(M_TRIM_THRESHOLD, 512 << 20);
     }
     size_t pool_n = n < 100000 ? n : 100000;
     float *pool = malloc(pool_n * dim * sizeof *pool);
@@ -140,9 +153,10 @@ int main(int argc, char **argv) {
     sieve_collection_info info;
     sieve_store_collection_info(st, "bench", &info);
     fprintf(stderr, "ingest %zu x %u %s (%s) in batches of %zu, %d thread(s), %s commits, "
-            "%u rows a page\n", n, dim, sieve_dtype_name(info.config.dtype),
+            "%u rows a page, malloc %s\n", n, dim, sieve_dtype_name(info.config.dtype),
             sieve_metric_name(info.config.metric), batch, threads,
-            no_sync ? "NOSYNC" : "durable", info.config.rows_per_page);
+            no_sync ? "NOSYNC" : "durable", info.config.rows_per_page,
+            malloc_default ? "default" : "tuned");
 
     shared sh = {.st = st, .pool = pool, .pool_n = pool_n, .n = n, .batch = batch, .dim = dim};
     atomic_init(&sh.next, 0);
