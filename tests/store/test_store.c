@@ -1067,3 +1067,47 @@ Test(concurrency, failing_requests_fail_alone) {
     sieve_store_get_stats(g_st, &s);
     cr_assert_gt(s.failed, 0, "no request failed, the test proved nothing");
 }
+
+/* ================================================================ ids */
+
+Test(ids, uuid_parse_and_format) {
+    uint8_t u[16], v[16];
+    cr_assert_eq(sieve_uuid_parse("123e4567-e89b-12d3-a456-426614174000", u), 0);
+    const uint8_t want[16] = {0x12, 0x3e, 0x45, 0x67, 0xe8, 0x9b, 0x12, 0xd3,
+                              0xa4, 0x56, 0x42, 0x66, 0x14, 0x17, 0x40, 0x00};
+    cr_assert_eq(memcmp(u, want, 16), 0);
+    char buf[37];
+    sieve_uuid_format(u, buf);
+    cr_assert_str_eq(buf, "123e4567-e89b-12d3-a456-426614174000");
+    cr_assert_eq(sieve_uuid_parse("123E4567E89B12D3A456426614174000", v), 0);
+    cr_assert_eq(memcmp(u, v, 16), 0);
+    cr_assert_eq(sieve_uuid_parse("FFFFFFFF-FFFF-FFFF-FFFF-FFFFFFFFFFFF", v), 0);
+    sieve_uuid_format(v, buf);
+    cr_assert_str_eq(buf, "ffffffff-ffff-ffff-ffff-ffffffffffff");
+    const char *bad[] = {"", "123e4567-e89b-12d3-a456-42661417400", "123e4567-e89b-12d3-a456-4266141740000",
+                         "123e4567e89b-12d3-a456-426614174000-", "123e4567-e89b-12d3-a456_426614174000",
+                         "g23e4567-e89b-12d3-a456-426614174000", "123e4567-e89b-12d3-a456-42661417400 ",
+                         "{123e4567-e89b-12d3-a456-426614174000}", "123e4567e89b12d3a45642661417400z"};
+    memcpy(v, want, 16);
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        cr_assert_eq(sieve_uuid_parse(bad[i], u), SIEVE_EINVAL, "'%s' accepted", bad[i]);
+    }
+    cr_assert_eq(sieve_uuid_parse(NULL, u), SIEVE_EINVAL);
+}
+
+Test(ids, point_id_order_numbers_first) {
+    sieve_point_id a = tu_num(5), b = tu_num(UINT64_MAX), c, d;
+    memset(&c, 0, sizeof c);
+    memset(&d, 0, sizeof d);
+    c.kind = d.kind = SIEVE_ID_UUID;
+    d.uuid[15] = 1;
+    cr_assert_lt(sieve_point_id_cmp(&a, &b), 0);
+    cr_assert_gt(sieve_point_id_cmp(&b, &a), 0);
+    cr_assert_eq(sieve_point_id_cmp(&a, &a), 0);
+    cr_assert_lt(sieve_point_id_cmp(&b, &c), 0, "numbers sort before UUIDs");
+    cr_assert_gt(sieve_point_id_cmp(&c, &b), 0);
+    cr_assert_lt(sieve_point_id_cmp(&c, &d), 0);
+    cr_assert_eq(sieve_point_id_cmp(&d, &d), 0);
+    sieve_point_id e = tu_num(256), f = tu_num(1); /* numeric, not byte-wise little-endian */
+    cr_assert_gt(sieve_point_id_cmp(&e, &f), 0);
+}
