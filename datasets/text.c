@@ -426,7 +426,10 @@ int sieve_ds_jsonl_write(sieve_ds_jsonl_writer *w, const sieve_ds_id *id, const 
         if (sieve__ds_buf_append(&w->line, &w->len, &w->cap, k, strlen(k))) goto nomem;
         for (uint32_t j = 0; j < dim; j++) {
             char b[32];
-            int n = snprintf(b, sizeof b, j ? ",%.9g" : "%.9g", (double)vector[j]);
+            /* "-0" would read back as the integer 0: keep the sign of zero. */
+            int n = vector[j] == 0.0f && signbit(vector[j])
+                        ? snprintf(b, sizeof b, j ? ",-0.0" : "-0.0")
+                        : snprintf(b, sizeof b, j ? ",%.9g" : "%.9g", (double)vector[j]);
             if (sieve__ds_buf_append(&w->line, &w->len, &w->cap, b, (size_t)n)) goto nomem;
         }
         if (sieve__ds_buf_append(&w->line, &w->len, &w->cap, "]", 1)) goto nomem;
