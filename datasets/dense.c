@@ -13,6 +13,8 @@
 #include "ds_internal.h"
 
 #define STAGE_BYTES ((size_t)4 << 20)
+#define PIECE_BYTES ((size_t)1 << 20)
+#define PREFETCH_BYTES ((uint64_t)32 << 20)
 
 struct sieve_ds_reader {
     int fd;
@@ -25,6 +27,7 @@ struct sieve_ds_reader {
     unsigned char *stage;
     size_t stage_cap;
     float *f16; /* float16 -> float32 table (65536 entries) for F16 files */
+    uint64_t advised; /* prefetch advice given up to this byte offset */
 };
 
 static sieve_ds_elem format_elem(sieve_ds_format f) {
@@ -211,6 +214,7 @@ int sieve_ds_reader_seek(sieve_ds_reader *r, uint64_t row, sieve_ds_error *err) 
                               "%s: cannot seek to row %llu; the file has %llu rows", r->path,
                               (unsigned long long)row, (unsigned long long)r->info.count);
     r->pos = row;
+    r->advised = 0; /* re-advise from the new position */
     return 0;
 }
 
@@ -221,6 +225,24 @@ void sieve_ds_reader_close(sieve_ds_reader *r) {
     free(r->stage);
     free(r->f16);
     free(r);
+}
+
+/* Asks the kernel to start reading ahead of [off, off + len) now, so the disk works while
+ * the caller processes this chunk (an ingest inserting it, say). Each byte is advised at most
+ * once: the advice goes out in PREFETCH_BYTES steps, tracked in r->advised. Advisory only. */
+static void prefetch_next(sieve_ds_reader *r, uint64_t off, uint64_t len) {
+#if defined(POSIX_FADV_WILLNEED)
+    uint64_t need = off + len + PREFETCH_BYTES / 2, end = r->info.file_bytes;
+    if (r->advised < off + len) r->advised = off + len; /* after a seek */
+    if (r->advised >= need || r->advised >= end) return;
+    uint64_t to = r->advised + PREFETCH_BYTES < end ? r->advised + PREFETCH_BYTES : end;
+    (void)posix_fadvise(r->fd, (off_t)r->advised, (off_t)(to - r->advised), POSIX_FADV_WILLNEED);
+    r->advised = to;
+#else
+    (void)r;
+    (void)off;
+    (void)len;
+#endif
 }
 
 /* Byte offset of element j of row `row`. */
@@ -357,25 +379,39 @@ static int read_rows(sieve_ds_reader *r, size_t max_rows, float *outf, uint64_t 
     const uint32_t dim = r->info.dim;
     const int check = outf && is_float(r->info.elem) && !(r->flags & SIEVE_DS_ALLOW_NONFINITE);
 
-    /* Fast path: the file's rows are exactly the output's layout. */
+    /* Fast path: the file's rows are exactly the output's layout. Read in pieces of about
+     * 1 MiB and scan each for NaN/Inf while it is still in the core's cache. */
     if (!r->prefixed && ((outf && r->info.elem == SIEVE_DS_ELEM_F32) ||
                          (outu && r->info.elem == SIEVE_DS_ELEM_U64))) {
-        void *dst = outf ? (void *)outf : (void *)outu;
-        int rc = sieve__ds_pread_full(r->fd, r->path, dst, want * r->info.row_bytes,
-                                      r->info.data_offset + r->pos * r->info.row_bytes,
-                                      "row data", err);
-        if (rc) return rc;
-        if (check) {
-            size_t bad = sieve__ds_find_nonfinite(outf, want * dim);
-            if (bad < want * dim) {
-                size_t row = bad / dim;
-                *nread = row;
-                r->pos += row;
-                return nonfinite_error(r, r->pos, (uint32_t)(bad % dim), outf[bad], err);
+        unsigned char *dst = outf ? (unsigned char *)outf : (unsigned char *)outu;
+        size_t piece = PIECE_BYTES / r->info.row_bytes;
+        if (piece == 0) piece = 1;
+        size_t done = 0;
+        while (done < want) {
+            size_t n = want - done < piece ? want - done : piece;
+            const uint64_t off = r->info.data_offset + r->pos * r->info.row_bytes;
+            int rc = sieve__ds_pread_full(r->fd, r->path, dst + done * r->info.row_bytes,
+                                          n * r->info.row_bytes, off, "row data", err);
+            if (rc) {
+                *nread = done;
+                return rc;
             }
+            prefetch_next(r, off, n * r->info.row_bytes);
+            if (check) {
+                const float *f = outf + done * (size_t)dim;
+                size_t bad = sieve__ds_find_nonfinite(f, n * dim);
+                if (bad < n * dim) {
+                    size_t row = bad / dim;
+                    done += row;
+                    r->pos += row;
+                    *nread = done;
+                    return nonfinite_error(r, r->pos, (uint32_t)(bad % dim), f[bad], err);
+                }
+            }
+            done += n;
+            r->pos += n;
         }
-        *nread = want;
-        r->pos += want;
+        *nread = done;
         return 0;
     }
 
@@ -384,13 +420,14 @@ static int read_rows(sieve_ds_reader *r, size_t max_rows, float *outf, uint64_t 
     size_t done = 0;
     while (done < want) {
         size_t n = want - done < per ? want - done : per;
-        int rc = sieve__ds_pread_full(r->fd, r->path, r->stage, n * r->info.row_bytes,
-                                      r->info.data_offset + r->pos * r->info.row_bytes,
+        const uint64_t off = r->info.data_offset + r->pos * r->info.row_bytes;
+        int rc = sieve__ds_pread_full(r->fd, r->path, r->stage, n * r->info.row_bytes, off,
                                       "row data", err);
         if (rc) {
             *nread = done;
             return rc;
         }
+        prefetch_next(r, off, n * r->info.row_bytes);
         size_t good = n;
         rc = 0;
         if (r->prefixed) good = check_prefixes(r, r->stage, n, r->pos, &rc, err);

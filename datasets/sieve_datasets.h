@@ -160,7 +160,9 @@ void sieve_ds_reader_info(const sieve_ds_reader *r, sieve_ds_info *info);
 
 /* Reads up to max_rows rows from the current position into out (max_rows * dim floats),
  * converting every element type to float32 (integers above 2^24 round). *nread gets the
- * rows read; 0 means the end. The position advances by *nread.
+ * rows read; 0 means the end. The position advances by *nread. The reader asks the kernel
+ * to read ahead of the position, so disk reads overlap the caller's work between calls;
+ * chunks of 1 to 32 MiB are fastest (larger buffers fall out of the CPU caches).
  * Errors: SIEVE_EINVAL, SIEVE_EIO, SIEVE_ECORRUPT (file shrank since open), SIEVE_EDIM
  * (an fvecs-family row prefix differs from the first row's), SIEVE_ENONFINITE. On an error
  * the rows before the bad one are in out, *nread counts them, and the position is at the
@@ -245,8 +247,9 @@ int sieve_ds_jsonl_open(const char *path, unsigned flags, sieve_ds_jsonl **out,
                         sieve_ds_error *err);
 /* Reads the next record into *rec; *got = 1, or *got = 0 at the end of the file.
  * Errors (the message has "FILE:LINE:"): SIEVE_EPARSE (bad JSON, wrong types, unknown key),
- * SIEVE_EDIM, SIEVE_ENONFINITE, SIEVE_ETOOBIG, SIEVE_EIO, SIEVE_ENOMEM. A bad record is
- * consumed: the next call reads the line after it. */
+ * SIEVE_EDIM (vector length differs from the first record's, or vector presence differs),
+ * SIEVE_ERANGE (a number beyond the float32 range), SIEVE_ETOOBIG, SIEVE_EIO, SIEVE_ENOMEM.
+ * A bad record is consumed: the next call reads the line after it. */
 int sieve_ds_jsonl_next(sieve_ds_jsonl *r, sieve_ds_record *rec, int *got,
                         sieve_ds_error *err);
 /* Skips records until `index` records have been consumed from the start (counting non-blank
@@ -334,10 +337,14 @@ int sieve_ds_count_lines(const char *path, uint64_t *out, sieve_ds_error *err);
  *    used when present).
  *  - ids: an integer dense file with one id per row (.u64bin, .ibin or .npy of uint64/int64/
  *    int32/uint32 with d = 1 or 1-D); its count must equal the vectors' count.
- *  - payloads: .jsonl (its "payload"; an "id" there must equal the row's id) or .tsv
- *    (payload {"text": TEXT}; the TSV id becomes the row's id when no other id source
- *    exists, otherwise it must equal it).
- * Without any id source the batch's ids are NULL: the caller chooses (e.g. row numbers). */
+ *  - payloads: .jsonl (its "payload") or .tsv (payload {"text": TEXT}, the text JSON-escaped;
+ *    it must be UTF-8). One payload source per row: a payload file next to .jsonl vectors
+ *    that carry payloads is an error.
+ * Ids: the first of the id file, the vectors' .jsonl "id" and the payload file's id gives a
+ * row its id; every other one present must equal it (a file that drifted out of line is
+ * caught at the first wrong row). Without any id source the batch's ids are NULL and the
+ * caller chooses (e.g. row numbers). A .jsonl whose first record has an "id" must have one
+ * on every line, and vice versa. */
 typedef struct sieve_ds_source_options {
     const char *vectors;
     sieve_ds_format vectors_format;  /* AUTO: from the extension */
@@ -350,7 +357,8 @@ typedef struct sieve_ds_source_options {
 
 typedef struct sieve_ds_source_info {
     uint64_t count;      /* rows, or SIEVE_DS_UNKNOWN_COUNT for .jsonl vectors */
-    uint32_t dim;        /* 0 until the first .jsonl record is read */
+    uint32_t dim;        /* from the header, or from the first .jsonl record (read at open);
+                            0 only for an empty .jsonl file */
     int has_ids;
     int has_payloads;
     uint64_t total_bytes; /* size of the vectors file (progress by bytes for .jsonl) */
@@ -522,7 +530,7 @@ typedef struct sieve_ds_adv_info {
 /* Writes rows [row0, row0 + count) of the n-row adversarial matrix of `kind` for query q
  * (dim floats) into out (count * dim floats). info (optional) describes the whole matrix.
  * Thread-safe. Errors: SIEVE_EINVAL (NULL, dim 0, n 0, unknown kind, |q| = 0 or not
- * finite), SIEVE_ERANGE (row0 + count > n). */
+ * finite), SIEVE_ERANGE (row0 + count > n), SIEVE_ENOMEM (2 * dim doubles of scratch). */
 int sieve_ds_adv_rows(sieve_ds_adv_kind kind, const float *q, uint32_t dim, uint64_t n,
                       uint64_t seed, uint64_t row0, size_t count, float *out,
                       sieve_ds_adv_info *info);

@@ -630,3 +630,36 @@ Test(dense, float16_matches_the_kernel_module_everywhere) {
         cr_assert_eq(a & 1u, 0u, "tie at 0x%04x rounded to odd 0x%04x", h, a);
     }
 }
+
+Test(dense, nonfinite_found_past_the_first_piece) {
+    /* 1000 rows of 768 floats span three 1 MiB read pieces; the bad value is in the third */
+    sieve_ds_error err = {0};
+    const size_t n = 1000, d = 768;
+    float *m = test_matrix(n, d, 11);
+    m[700 * d + 5] = INFINITY;
+    sieve_ds_writer *w;
+    const char *p = tpath("big.fbin");
+    EXPECT_OK(err, sieve_ds_writer_open(p, SIEVE_DS_FORMAT_FBIN, SIEVE_DS_ELEM_AUTO, d,
+                                        SIEVE_DS_ALLOW_NONFINITE, &w, &err));
+    EXPECT_OK(err, sieve_ds_writer_write_f32(w, m, n, &err));
+    EXPECT_OK(err, sieve_ds_writer_close(w, &err));
+    sieve_ds_reader *r;
+    EXPECT_OK(err, sieve_ds_reader_open(p, SIEVE_DS_FORMAT_AUTO, 0, &r, &err));
+    float *got = malloc(n * d * sizeof(float));
+    size_t nr;
+    EXPECT_OK(err, sieve_ds_reader_seek(r, 10, &err));
+    EXPECT_RC(err, SIEVE_ENONFINITE, sieve_ds_reader_read_f32(r, n, got, &nr, &err));
+    EXPECT_U64(nr, 690);
+    EXPECT_U64(sieve_ds_reader_tell(r), 700);
+    expect_floats_eq(got, m + 10 * d, 690 * d, "rows before the bad one");
+    /* 8 + 700 * 3072 + 5 * 4 */
+    EXPECT_MSG(err, "big.fbin: row 700, element 5 (byte offset 2150428) is +infinity");
+    /* skipping the bad row, the rest reads fine */
+    EXPECT_OK(err, sieve_ds_reader_seek(r, 701, &err));
+    EXPECT_OK(err, sieve_ds_reader_read_f32(r, n, got, &nr, &err));
+    EXPECT_U64(nr, n - 701);
+    expect_floats_eq(got, m + 701 * d, (n - 701) * d, "rows after the bad one");
+    sieve_ds_reader_close(r);
+    free(got);
+    free(m);
+}
