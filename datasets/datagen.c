@@ -440,7 +440,9 @@ static int write_vectors(const options *o, const source *s) {
         return 1;
     }
     sieve_progress pr;
-    sieve_progress_init(&pr, stderr, o->out, "vectors", s->count, 0, o->progress);
+    const char *base = strrchr(o->out, '/'); /* the name alone keeps the line short */
+    sieve_progress_init(&pr, stderr, base ? base + 1 : o->out, "vectors", s->count, 0,
+                        o->progress);
     sieve_ds_error err = {0};
     double t0 = now_s();
     uint64_t done = 0, next = 0;
