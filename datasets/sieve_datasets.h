@@ -23,7 +23,7 @@
  *   SIEVE_ENONFINITE a NaN or infinity in vector data (unless SIEVE_DS_ALLOW_NONFINITE)
  *   SIEVE_ENOTSUP    valid but unsupported: Fortran order, big-endian, another dtype
  *   SIEVE_EPARSE     text syntax: bad JSON line, TSV line without a tab, npy header dict
- *   SIEVE_ERANGE     a value does not fit the element type (writers), negative id, seek
+ *   SIEVE_ERANGE     a value does not fit (writers; .jsonl beyond float32), negative id, seek
  *                    past the end
  *   SIEVE_ETOOBIG    a text line longer than SIEVE_DS_MAX_LINE
  *
