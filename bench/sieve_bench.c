@@ -1,8 +1,9 @@
 /* sieve_bench.c: sieve-bench, the kernel-level benchmark.
  *
- * Owns: the `knn` mode (fused search vs the in-house materialized path on synthetic data,
- * with exactness checks, the floor and percent of floor, recovery-path counts) and its
- * table and JSON output. Must not: touch the store or the server.
+ * Owns: the `knn` mode (fused search vs the in-house materialized path on synthetic data or
+ * on rows and queries read from vector files, with exactness checks, the floor and percent
+ * of floor, recovery-path counts) and its table and JSON output. Must not: touch the store
+ * or the server.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
@@ -13,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "sieve_datasets.h"
 #include "sieve_kernels.h"
 
 #define MAXLIST 32
@@ -36,6 +38,8 @@ typedef struct knn_opts {
     double bw_gbs, tflops_f16, tflops_bf16, tflops_f32;
     const char *json;
     uint64_t seed;
+    const char *base_path;    /* rows from this file instead of a synthetic pattern */
+    const char *queries_path; /* queries from this file (batch B = its first B rows) */
 } knn_opts;
 
 static double now_ms(void) {
@@ -54,11 +58,16 @@ static double median(double *v, int n) {
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-static int parse_list_u64(const char *s, uint64_t *out, int max) {
+/* Parses "1k,2.5m,7"; with allow_all, "all" gives 0 (every row of --base). */
+static int parse_list_u64_all(const char *s, uint64_t *out, int max, int allow_all) {
     int n = 0;
     char *copy = strdup(s), *save = NULL;
     if (!copy) return -1;
     for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        if (allow_all && !strcmp(t, "all") && n < max) {
+            out[n++] = 0;
+            continue;
+        }
         char *end = NULL;
         errno = 0;
         double v = strtod(t, &end);
@@ -73,6 +82,10 @@ static int parse_list_u64(const char *s, uint64_t *out, int max) {
     }
     free(copy);
     return n;
+}
+
+static int parse_list_u64(const char *s, uint64_t *out, int max) {
+    return parse_list_u64_all(s, out, max, 0);
 }
 
 static int parse_list_u32(const char *s, uint32_t *out, int max) {
@@ -97,7 +110,7 @@ static void knn_usage(FILE *f) {
             "options (lists are comma separated; 1k = 1000, 1m = 1000000):\n"
             "  --device SPEC      auto | cpu | cpu:T | cuda:N           (default auto)\n"
             "  --dtype LIST       float16,bfloat16,float32              (default float16)\n"
-            "  --n LIST           stored rows                            (default 1m)\n"
+            "  --n LIST           stored rows; 'all' = every row of --base   (default 1m)\n"
             "  --dim D            dimension                              (default 768)\n"
             "  --batch LIST       queries per call                       (default 1,64)\n"
             "  --k LIST           results per query                      (default 128)\n"
@@ -111,6 +124,10 @@ static void knn_usage(FILE *f) {
             "  --bw GBS           memory bandwidth for the floor         (default 4250)\n"
             "  --tflops-f16 T     --tflops-bf16 T  --tflops-f32 T        (default 708, 730, 50.6)\n"
             "  --seed S           data and query seed                    (default 1)\n"
+            "  --base FILE        stored rows from a vector file (.fbin .npy .fvecs ...;\n"
+            "                     --n takes its first rows) instead of --data\n"
+            "  --queries FILE     queries from a vector file: a batch of B is its first B\n"
+            "                     rows (default: normal random queries)\n"
             "  --json FILE        also append one JSON object per shape to FILE\n"
             "  -h, --help         this help\n");
 }
@@ -173,7 +190,14 @@ static int knn_parse(int argc, char **argv, knn_opts *o) {
             free(copy);
         } else if (!strcmp(a, "--n")) {
             NEED();
-            if ((o->n_ns = parse_list_u64(v, o->ns, MAXLIST)) <= 0) goto bad;
+            /* "all" (0 here) = every row of --base; checked once the file is open */
+            if ((o->n_ns = parse_list_u64_all(v, o->ns, MAXLIST, 1)) <= 0) goto bad;
+        } else if (!strcmp(a, "--base")) {
+            NEED();
+            o->base_path = v;
+        } else if (!strcmp(a, "--queries")) {
+            NEED();
+            o->queries_path = v;
         } else if (!strcmp(a, "--batch")) {
             NEED();
             if ((o->n_batches = parse_list_u32(v, o->batches, MAXLIST)) <= 0) goto bad;
@@ -254,6 +278,144 @@ static float *make_queries(sieve_device *host, uint32_t nq, uint32_t dim, sieve_
     return q;
 }
 
+/* Reads the first n_rows rows of path (any dense format) into a new n_rows-row matrix of
+ * dtype on dev, converting on the host in chunks. Returns 0 or a SIEVE_E* code (message
+ * printed). */
+static int load_base(sieve_device *dev, const char *path, sieve_dtype dt, uint64_t n_rows,
+                     uint32_t dim, uint32_t rpp, sieve_dev_matrix **out) {
+    sieve_ds_reader *r = NULL;
+    sieve_ds_error err;
+    *out = NULL;
+    int rc = sieve_ds_reader_open(path, SIEVE_DS_FORMAT_AUTO, 0, &r, &err);
+    if (rc) {
+        fprintf(stderr, "sieve-bench: %s\n", err.msg);
+        return rc;
+    }
+    sieve_dev_matrix *dm = NULL;
+    rc = sieve_dev_matrix_create(dev, dt, n_rows, dim, rpp, &dm);
+    if (rc) {
+        fprintf(stderr, "sieve-bench: cannot allocate %llu x %u %s rows: %s\n",
+                (unsigned long long)n_rows, dim, sieve_dtype_name(dt), sieve_strerror(rc));
+        sieve_ds_reader_close(r);
+        return rc;
+    }
+    const size_t chunk = 8192;
+    size_t esz = sieve_dtype_size(dt);
+    float *f = malloc(chunk * dim * sizeof *f);
+    void *conv = malloc(chunk * dim * esz);
+    if (!f || !conv) rc = SIEVE_ENOMEM;
+    sieve_progress bar;
+    char label[64];
+    snprintf(label, sizeof label, "load %s", sieve_dtype_name(dt));
+    sieve_progress_init(&bar, stderr, label, "rows", n_rows, 0, SIEVE_PROGRESS_AUTO);
+    char *rows = sieve_dev_matrix_rows(dm);
+    for (uint64_t done = 0; !rc && done < n_rows;) {
+        size_t want = n_rows - done < chunk ? (size_t)(n_rows - done) : chunk, got = 0;
+        rc = sieve_ds_reader_read_f32(r, want, f, &got, &err);
+        if (rc) {
+            fprintf(stderr, "sieve-bench: %s\n", err.msg);
+            break;
+        }
+        if (got == 0) {
+            fprintf(stderr, "sieve-bench: %s ended at row %llu; expected %llu rows\n", path,
+                    (unsigned long long)done, (unsigned long long)n_rows);
+            rc = SIEVE_ECORRUPT;
+            break;
+        }
+        sieve_convert_from_f32(dt, f, conv, got * dim);
+        rc = sieve_device_upload(dev, rows + done * dim * esz, conv, got * dim * esz);
+        if (rc) fprintf(stderr, "sieve-bench: upload failed: %s\n", sieve_strerror(rc));
+        done += got;
+        sieve_progress_update(&bar, done);
+    }
+    sieve_progress_finish(&bar);
+    free(f);
+    free(conv);
+    sieve_ds_reader_close(r);
+    if (rc) {
+        sieve_dev_matrix_destroy(dm);
+        return rc;
+    }
+    *out = dm;
+    return 0;
+}
+
+/* Reads the first n rows of path into a new host array (n x dim floats). */
+static int load_queries(const char *path, uint32_t n, uint32_t dim, float **out) {
+    sieve_ds_reader *r = NULL;
+    sieve_ds_error err;
+    *out = NULL;
+    int rc = sieve_ds_reader_open(path, SIEVE_DS_FORMAT_AUTO, 0, &r, &err);
+    if (rc) {
+        fprintf(stderr, "sieve-bench: %s\n", err.msg);
+        return rc;
+    }
+    sieve_ds_info in;
+    sieve_ds_reader_info(r, &in);
+    if (in.dim != dim || in.count < n) {
+        fprintf(stderr,
+                "sieve-bench: %s has %llu x %u queries; need at least %u rows of dimension %u "
+                "(the largest --batch and the rows' dimension)\n",
+                path, (unsigned long long)in.count, in.dim, n, dim);
+        sieve_ds_reader_close(r);
+        return SIEVE_EINVAL;
+    }
+    float *q = malloc((size_t)n * dim * sizeof *q);
+    size_t got = 0;
+    rc = q ? sieve_ds_reader_read_f32(r, n, q, &got, &err) : SIEVE_ENOMEM;
+    if (rc == 0 && got != n) rc = SIEVE_ECORRUPT, snprintf(err.msg, sizeof err.msg, "%s: short read", path);
+    if (rc) {
+        fprintf(stderr, "sieve-bench: %s\n", rc == SIEVE_ENOMEM ? "out of memory" : err.msg);
+        free(q);
+        q = NULL;
+    }
+    sieve_ds_reader_close(r);
+    *out = q;
+    return rc;
+}
+
+/* Checks --base/--queries against the options: dimension, --n all, row counts. */
+static int check_files(knn_opts *o, char *label, size_t label_len) {
+    if (!o->base_path) {
+        for (int i = 0; i < o->n_ns; i++)
+            if (o->ns[i] == 0) {
+                fprintf(stderr, "sieve-bench knn: --n all needs --base FILE\n");
+                return -1;
+            }
+        snprintf(label, label_len, "%s", sieve_pattern_name(o->pattern));
+        if (o->queries_path) snprintf(label, label_len, "%s+queries", sieve_pattern_name(o->pattern));
+        return 0;
+    }
+    sieve_ds_reader *r = NULL;
+    sieve_ds_error err;
+    if (sieve_ds_reader_open(o->base_path, SIEVE_DS_FORMAT_AUTO, 0, &r, &err)) {
+        fprintf(stderr, "sieve-bench: %s\n", err.msg);
+        return -1;
+    }
+    sieve_ds_info in;
+    sieve_ds_reader_info(r, &in);
+    sieve_ds_reader_close(r);
+    o->dim = in.dim;
+    for (int i = 0; i < o->n_ns; i++) {
+        if (o->ns[i] == 0) o->ns[i] = in.count;
+        if (o->ns[i] > in.count) {
+            fprintf(stderr, "sieve-bench knn: --n %llu is more than the %llu rows of %s\n",
+                    (unsigned long long)o->ns[i], (unsigned long long)in.count, o->base_path);
+            return -1;
+        }
+    }
+    const char *slash = strrchr(o->base_path, '/');
+    snprintf(label, label_len, "file:%s", slash ? slash + 1 : o->base_path);
+    return 0;
+}
+
+/* A number for JSON: "null" when it is not finite (JSON has no NaN). */
+static const char *jnum(char buf[32], double v) {
+    if (isfinite(v)) snprintf(buf, 32, "%.4f", v);
+    else snprintf(buf, 32, "null");
+    return buf;
+}
+
 static double tflops_for(const knn_opts *o, sieve_dtype dt) {
     return dt == SIEVE_DTYPE_F16 ? o->tflops_f16 : dt == SIEVE_DTYPE_BF16 ? o->tflops_bf16 : o->tflops_f32;
 }
@@ -261,10 +423,19 @@ static double tflops_for(const knn_opts *o, sieve_dtype dt) {
 static int run_knn(int argc, char **argv) {
     knn_opts o;
     if (knn_parse(argc, argv, &o)) return 2;
+    char data_label[300];
+    if (check_files(&o, data_label, sizeof data_label)) return 2;
+    uint32_t max_batch = 0;
+    uint64_t max_n = 0;
+    for (int i = 0; i < o.n_batches; i++) max_batch = o.batches[i] > max_batch ? o.batches[i] : max_batch;
+    for (int i = 0; i < o.n_ns; i++) max_n = o.ns[i] > max_n ? o.ns[i] : max_n;
+    float *file_queries = NULL;
+    if (o.queries_path && load_queries(o.queries_path, max_batch, o.dim, &file_queries)) return 2;
     sieve_device *dev = NULL, *host = NULL;
     int rc = sieve_device_open(o.device, &dev);
     if (rc) {
         fprintf(stderr, "sieve-bench: cannot open device '%s': %s\n", o.device, sieve_strerror(rc));
+        free(file_queries);
         return 1;
     }
     sieve_device_open("cpu:1", &host);
@@ -273,10 +444,13 @@ static int run_knn(int argc, char **argv) {
     FILE *js = NULL;
     if (o.json && !(js = fopen(o.json, "a"))) {
         fprintf(stderr, "sieve-bench: cannot open %s: %s\n", o.json, strerror(errno));
+        free(file_queries);
+        sieve_device_close(host);
+        sieve_device_close(dev);
         return 1;
     }
     printf("# sieve-bench knn on %s; dim %u, metric %s, data %s, %d timed calls (median)\n",
-           info.name, o.dim, sieve_metric_name(o.metric), sieve_pattern_name(o.pattern), o.repeat);
+           info.name, o.dim, sieve_metric_name(o.metric), data_label, o.repeat);
     printf("# floor = max(stored bytes / %.0f GB/s, 2*B*N*dim / dtype rate); times are whole\n"
            "# sieve_knn calls (query upload, sample, scan, select, result download)\n",
            o.bw_gbs);
@@ -285,13 +459,27 @@ static int run_knn(int argc, char **argv) {
     int failures = 0;
     for (int di = 0; di < o.n_dtypes; di++) {
         sieve_dtype dt = o.dtypes[di];
+        /* File rows: loaded once per dtype; each --n searches a prefix of them. */
+        sieve_dev_matrix *filem = NULL;
+        if (o.base_path) {
+            rc = load_base(dev, o.base_path, dt, max_n, o.dim, o.rpp, &filem);
+            if (!rc && o.metric == SIEVE_METRIC_EUCLID) rc = sieve_dev_matrix_update_norms(filem);
+            if (rc) {
+                failures++;
+                sieve_dev_matrix_destroy(filem);
+                continue;
+            }
+        }
         for (int ni = 0; ni < o.n_ns; ni++) {
             uint64_t n = o.ns[ni];
             sieve_dev_matrix *dm = NULL;
-            rc = sieve_dev_matrix_create(dev, dt, n, o.dim, o.rpp, &dm);
-            if (!rc) rc = sieve_device_fill_rows(dev, sieve_dev_matrix_rows(dm), dt, n, o.dim,
-                                                 o.pattern, o.seed);
-            if (!rc && o.metric == SIEVE_METRIC_EUCLID) rc = sieve_dev_matrix_update_norms(dm);
+            rc = 0;
+            if (!filem) {
+                rc = sieve_dev_matrix_create(dev, dt, n, o.dim, o.rpp, &dm);
+                if (!rc) rc = sieve_device_fill_rows(dev, sieve_dev_matrix_rows(dm), dt, n, o.dim,
+                                                     o.pattern, o.seed);
+                if (!rc && o.metric == SIEVE_METRIC_EUCLID) rc = sieve_dev_matrix_update_norms(dm);
+            }
             if (rc) {
                 fprintf(stderr, "sieve-bench: cannot build %llu x %u %s matrix: %s\n",
                         (unsigned long long)n, o.dim, sieve_dtype_name(dt), sieve_strerror(rc));
@@ -299,10 +487,23 @@ static int run_knn(int argc, char **argv) {
                 failures++;
                 continue;
             }
-            const sieve_matrix *m = sieve_dev_matrix_view(dm);
+            sieve_matrix prefix = *sieve_dev_matrix_view(filem ? filem : dm);
+            prefix.n_rows = n; /* a prefix of the file's rows (the page table stays valid) */
+            const sieve_matrix *m = &prefix;
             for (int bi = 0; bi < o.n_batches; bi++) {
                 uint32_t B = o.batches[bi];
-                float *q = make_queries(host, B, o.dim, o.pattern, o.seed + B);
+                float *q = NULL;
+                if (file_queries) {
+                    q = malloc((size_t)B * o.dim * sizeof *q);
+                    if (q) memcpy(q, file_queries, (size_t)B * o.dim * sizeof *q);
+                } else {
+                    q = make_queries(host, B, o.dim, o.pattern, o.seed + B);
+                }
+                if (!q) {
+                    fprintf(stderr, "sieve-bench: out of memory for %u queries\n", B);
+                    failures++;
+                    continue;
+                }
                 for (int ki = 0; ki < o.n_ks; ki++) {
                     uint32_t k = o.ks[ki];
                     if (k > n) continue;
@@ -375,17 +576,19 @@ static int run_knn(int argc, char **argv) {
                            (unsigned long long)st.path_count[2], (unsigned long long)st.path_count[3],
                            (unsigned long long)st.path_count[4]);
                     fflush(stdout);
+                    char jf[32], jm[32], jl[32];
                     if (js)
                         fprintf(js,
                                 "{\"mode\":\"knn\",\"device\":\"%s\",\"n\":%llu,\"dim\":%u,"
                                 "\"dtype\":\"%s\",\"metric\":\"%s\",\"data\":\"%s\",\"batch\":%u,"
-                                "\"k\":%u,\"fused_ms\":%.4f,\"materialized_ms\":%.4f,"
-                                "\"floor_ms\":%.4f,\"exact\":\"%s\",\"admitted_per_query\":%.1f,"
+                                "\"k\":%u,\"fused_ms\":%s,\"materialized_ms\":%s,"
+                                "\"floor_ms\":%s,\"exact\":\"%s\",\"admitted_per_query\":%.1f,"
                                 "\"sample_ms\":%.4f,\"scan_ms\":%.4f,\"select_ms\":%.4f,"
                                 "\"paths\":[%llu,%llu,%llu,%llu,%llu]}\n",
                                 info.name, (unsigned long long)n, o.dim, sieve_dtype_name(dt),
-                                sieve_metric_name(o.metric), sieve_pattern_name(o.pattern), B, k,
-                                fused, mat, floor_ms, exact, (double)st.candidates_admitted / B,
+                                sieve_metric_name(o.metric), data_label, B, k,
+                                jnum(jf, fused), jnum(jm, mat), jnum(jl, floor_ms), exact,
+                                (double)st.candidates_admitted / B,
                                 st.ms_sample, st.ms_scan, st.ms_select,
                                 (unsigned long long)st.path_count[0], (unsigned long long)st.path_count[1],
                                 (unsigned long long)st.path_count[2], (unsigned long long)st.path_count[3],
@@ -404,7 +607,9 @@ static int run_knn(int argc, char **argv) {
             }
             sieve_dev_matrix_destroy(dm);
         }
+        sieve_dev_matrix_destroy(filem);
     }
+    free(file_queries);
     if (js) fclose(js);
     sieve_device_close(host);
     sieve_device_close(dev);

@@ -4,6 +4,8 @@ GPU's measured ceilings (device copy bandwidth, GEMM rates), as JSON lines.
 
 Run on the GPU machine beside sieve-bench so both are measured in the same run:
     python3 bench/torch_knn.py --n 1m,5m --batch 1,64 --k 128 --json torch.json
+On the same rows and queries as `sieve-bench knn --base FILE --queries FILE` (numpy needed):
+    python3 bench/torch_knn.py --base passages.fbin --queries q.fbin --n 1m,all --k 128
 """
 import argparse
 import json
@@ -23,9 +25,25 @@ def parse_list(s):
     return out
 
 
+def open_rows(path):
+    """A read-only (n, d) view of a .npy (float32/float16, 2-D) or .fbin file."""
+    import numpy as np
+    if path.endswith(".npy"):
+        a = np.load(path, mmap_mode="r")
+        if a.ndim != 2 or a.dtype not in (np.float32, np.float16):
+            raise SystemExit(f"{path}: expected a 2-D float32 or float16 array, got {a.dtype} {a.shape}")
+        return a
+    if path.endswith(".fbin"):
+        n, d = (int(x) for x in np.fromfile(path, dtype="<u4", count=2))
+        return np.memmap(path, dtype="<f4", mode="r", offset=8, shape=(n, d))
+    raise SystemExit(f"{path}: unsupported format (use .npy or .fbin)")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--n", default="1m", help="stored rows, comma separated (1m = 1000000)")
+    ap.add_argument("--n", default="1m", help="stored rows, comma separated (1m = 1000000; 'all' = every row of --base)")
+    ap.add_argument("--base", help="stored rows from this .npy/.fbin file (--n takes its first rows)")
+    ap.add_argument("--queries", help="queries from this .npy/.fbin file (a batch of B = its first B rows)")
     ap.add_argument("--dim", type=int, default=768)
     ap.add_argument("--dtype", default="float16", help="float16,bfloat16,float32")
     ap.add_argument("--batch", default="1,64")
@@ -82,12 +100,39 @@ def main():
         torch.cuda.empty_cache()
 
     dts = {"float16": torch.float16, "bfloat16": torch.bfloat16, "float32": torch.float32}
+    base = open_rows(a.base) if a.base else None
+    qfile = open_rows(a.queries) if a.queries else None
+    if base is not None:
+        a.dim = base.shape[1]
+    ns = [base.shape[0] if t.strip() == "all" else parse_list(t)[0] for t in a.n.split(",")]
+    if base is None and any(t.strip() == "all" for t in a.n.split(",")):
+        raise SystemExit("--n all needs --base")
+    if base is not None and max(ns) > base.shape[0]:
+        raise SystemExit(f"--n {max(ns)} is more than the {base.shape[0]} rows of {a.base}")
+    if qfile is not None and (qfile.shape[1] != a.dim or qfile.shape[0] < max(parse_list(a.batch))):
+        raise SystemExit(f"{a.queries}: {qfile.shape} queries; need at least {max(parse_list(a.batch))} rows of dimension {a.dim}")
+    data_label = ("file:" + a.base.rsplit("/", 1)[-1]) if base is not None else "normal"
+
+    def load(n, dt):
+        """The first n rows of --base on the device as dt, copied in chunks."""
+        import numpy as np
+        X = torch.empty(n, a.dim, device=dev, dtype=dt)
+        step = 1 << 18
+        for i in range(0, n, step):
+            j = min(n, i + step)
+            X[i:j] = torch.from_numpy(np.ascontiguousarray(base[i:j])).to(dev).to(dt)
+        return X
+
     for tname in a.dtype.split(","):
         dt = dts[tname]
-        for n in parse_list(a.n):
-            X = torch.randn(n, a.dim, device=dev, dtype=dt)
+        for n in ns:
+            X = load(n, dt) if base is not None else torch.randn(n, a.dim, device=dev, dtype=dt)
             for b in parse_list(a.batch):
-                Q = torch.randn(b, a.dim, device=dev, dtype=dt)
+                if qfile is not None:
+                    import numpy as np
+                    Q = torch.from_numpy(np.array(qfile[:b], dtype=np.float32)).to(dev).to(dt)
+                else:
+                    Q = torch.randn(b, a.dim, device=dev, dtype=dt)
                 for k in parse_list(a.k):
                     if k > n:
                         continue
@@ -95,9 +140,9 @@ def main():
                         ms = bench(lambda: torch.topk(Q @ X.T, k, dim=1), a.repeat)
                     except torch.cuda.OutOfMemoryError:
                         torch.cuda.empty_cache()
-                        emit({"mode": "torch", "n": n, "dim": a.dim, "dtype": tname, "batch": b, "k": k, "error": "out of memory"})
+                        emit({"mode": "torch", "n": n, "dim": a.dim, "dtype": tname, "data": data_label, "batch": b, "k": k, "error": "out of memory"})
                         continue
-                    emit({"mode": "torch", "device": name, "n": n, "dim": a.dim, "dtype": tname, "batch": b, "k": k, "torch_ms": ms})
+                    emit({"mode": "torch", "device": name, "n": n, "dim": a.dim, "dtype": tname, "data": data_label, "batch": b, "k": k, "torch_ms": ms})
                 del Q
             del X
             torch.cuda.empty_cache()

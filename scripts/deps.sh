@@ -6,7 +6,7 @@ set -euo pipefail
 PKGS=(build-essential cmake pkg-config
       libmicrohttpd-dev libjansson-dev liblmdb-dev lmdb-utils libcriterion-dev
       libcurl4-openssl-dev libopenblas-dev python3 python3-venv python3-numpy
-      libfaiss-dev python3-faiss curl)
+      libfaiss-dev python3-faiss python3-matplotlib curl)
 [ "${SIEVE_DEPS_EXTRA:-}" ] && read -r -a extra <<<"$SIEVE_DEPS_EXTRA" && PKGS+=("${extra[@]}")
 
 missing=()
