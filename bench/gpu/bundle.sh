@@ -12,7 +12,7 @@ out="$root/.deps/gpu"
 rm -rf "$out"
 mkdir -p "$out/bin" "$out/lib"
 bins=()
-for b in bench/sieve-bench tests/test_knn_cuda server/sieve-server client/sieve tests/test_server; do
+for b in bench/sieve-bench tests/test_knn_cuda server/sieve-server client/sieve datasets/sieve-datagen tests/test_server; do
   [ -x "$build/$b" ] && bins+=("$build/$b")
 done
 cp "${bins[@]}" "$out/bin/"

@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine (through the device tool) from the repository root, with the bundle
 # from bench/gpu/bundle.sh carried in .deps/gpu. Writes logs and JSON under $OUT (or ./out).
-# usage: bench/gpu/run.sh STAGE...   stages: info test sanitize bench torch ceilings e2e
+# usage: bench/gpu/run.sh STAGE...   stages: info test sanitize bench torch ceilings msmarco
+# msmarco: bench/msmarco on the GPU (surrogate at MSMARCO_SCALE, default 1.0 = 8,841,823 rows,
+#   MSMARCO_QUERIES queries, default 1000; extra flags in MSMARCO_ARGS); generated data is kept
+#   in MSMARCO_WORK (default /tmp/sieve-msmarco, outside $OUT) for a second run on a warm machine;
+#   results (JSON, Markdown, PNG) land in $OUT/msmarco.
 set -uo pipefail
 OUT="${OUT:-$PWD/out}"
 mkdir -p "$OUT"
@@ -34,6 +38,19 @@ for stage in "$@"; do
     torch)
       python3 bench/torch_knn.py $TORCH_ARGS --json "$OUT/torch.json" > "$OUT/torch.log" 2>&1 || status=1
       tail -n 40 "$OUT/torch.log" | cut -c1-200 ;;
+    msmarco)
+      work="${MSMARCO_WORK:-/tmp/sieve-msmarco}"
+      rm -rf "$work/run"
+      # the server's data directory (13.6 GB at full scale, fp16) lives in $work/run: removed after
+      timeout "${MSMARCO_TIMEOUT:-560}" python3 bench/msmarco --bin "$BIN" --device cuda \
+        --scale "${MSMARCO_SCALE:-1.0}" --num-queries "${MSMARCO_QUERIES:-1000}" \
+        --data-cache "$work/data" --work "$work/run" --out "$OUT/msmarco" ${MSMARCO_ARGS:-} \
+        > "$OUT/msmarco.log" 2>&1
+      rc=$?
+      rm -rf "$work/run"
+      grep -vE '^(brute force|check|faiss add|load [a-z0-9]+): ' "$OUT/msmarco.log" | tail -n 120 | cut -c1-240
+      echo "bench/msmarco: exit $rc"
+      [ $rc -eq 0 ] || status=1 ;;
     ceilings)
       python3 bench/torch_knn.py --ceilings --n 1k --batch 1 --k 1 --json "$OUT/ceilings.json" 2>&1 | grep ceiling ;;
     *) echo "unknown stage $stage"; status=2 ;;
