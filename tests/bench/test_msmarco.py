@@ -40,12 +40,63 @@ def run(args, timeout=900):
     return r.returncode, r.stdout, r.stderr
 
 
+def checker_cases():
+    """The tie rule itself, on data with known answers: it must reject wrong lists."""
+    import importlib.machinery
+    import types
+    import numpy as np
+    loader = importlib.machinery.SourceFileLoader("msmarco_bench", SCRIPT)
+    mod = types.ModuleType(loader.name)
+    mod.__file__ = SCRIPT
+    loader.exec_module(mod)
+    rng = np.random.default_rng(3)
+    n, d, k = 2000, 64, 10
+    X = rng.standard_normal((n, d)).astype(np.float32)
+    Q = rng.standard_normal((1, d)).astype(np.float32)
+    S = X.astype(np.float16).astype(np.float64) @ Q[0].astype(np.float64)
+    order = np.argsort(-S, kind="stable")
+    tenth = int(order[k - 1])
+    X[n - 1] = X[tenth]  # an exact copy of the k-th row: a tie at the boundary
+    S[n - 1] = S[tenth]
+    ref = [int(r) for r in np.argsort(-S, kind="stable")[:k]]
+    rows, keys = mod.brute_force(X, Q.astype(np.float64), k, "float16", "Dot", False, "test")
+    check([int(r) for r in rows[0]] == ref, "brute force equals a full sort (ties by row)", list(rows[0]), ref)
+    ids = lambda r: int(r) + 100  # ids differ from rows
+    c = mod.Checker(X, Q, rows, keys, k, "float16", "Dot", ids,
+                    lambda i: int(i) - 100 if 100 <= int(i) < n + 100 else None)
+    sc = lambda rs: [float(np.float32(S[r])) for r in rs]
+    good = [ids(r) for r in ref]
+    res = c.check(0, good, sc(ref))
+    check(res == (k, k, 0, []), "the exact list passes", res, (k, k, 0, []))
+    tied = ref[:-1] + [n - 1]
+    res = c.check(0, [ids(r) for r in tied], sc(tied))
+    check(res == (k, k - 1, 1, []), "the tied copy of the k-th row counts as a hit", res, (k, k - 1, 1, []))
+    worst = int(order[-1])
+    bad = ref[1:] + [worst]
+    h, st, sub, prob = c.check(0, [ids(r) for r in bad], sc(bad))
+    check(h == k - 1 and len(prob) == 2 and "not in the exact top" in prob[0] and "missing id" in prob[1],
+          "a wrong row and the missing top row are both reported", prob, "2 problems")
+    h, st, sub, prob = c.check(0, good[:-1], sc(ref[:-1]))
+    check(any("expected 10" in p for p in prob), "a short list is reported", prob, "expected 10")
+    wrong = sc(ref)
+    wrong[2] = wrong[0] + 1.0
+    h, st, sub, prob = c.check(0, good, wrong)
+    check(any("scores increase" in p for p in prob) and any("tau" in p for p in prob),
+          "a wrong score is reported", prob, "score problems")
+    h, st, sub, prob = c.check(0, good[:-1] + [99999], sc(ref))
+    check(any("not a stored id" in p for p in prob), "an unknown id is reported", prob, "not a stored id")
+    h, st, sub, prob = c.check(0, good[:-1] + [good[0]], sc(ref))
+    check(any("duplicate" in p for p in prob), "a repeated id is reported", prob, "duplicate ids")
+
+
 def main():
+    checker_cases()
     for sub, name in (("server", "sieve-server"), ("client", "sieve"), ("datasets", "sieve-datagen"),
                       ("bench", "sieve-bench")):
         if not os.path.exists(os.path.join(BUILD, sub, name)):
-            print(f"SKIP: {sub}/{name} is not built in {BUILD}; bench/msmarco needs it")
-            return 77
+            print(f"SKIP: {sub}/{name} is not built in {BUILD}; bench/msmarco needs it "
+                  f"(the tie-rule cases above ran: {len(failures)} failed)")
+            return 1 if failures else 77
     tmp = tempfile.mkdtemp(prefix="test-msmarco-")
     out = os.path.join(tmp, "out")
 
