@@ -281,8 +281,28 @@ Test(knn_paths, forced_underfill) {
 }
 
 /* Forced overflow: a candidate buffer smaller than what the boundary admits, no tightening.
- * The histogram names a higher threshold and the rescan is exact. */
+ * The histogram names a higher threshold and the rescan is exact. With one worker the scan
+ * is deterministic: a query that overflows is rescanned exactly once (the gate the histogram
+ * names admits exactly the rows it counted, or the rescan is skipped for the full row). */
 Test(knn_paths, forced_overflow) {
+    sieve_device *one = open_cpu("cpu:1");
+    for (int me = 0; me < 3; me++) {
+        kcase c = {SIEVE_DTYPE_F32, (sieve_metric)me, KT_GAUSS, 30000, 16, 128, 64, 10, 2};
+        sieve_search_params p;
+        sieve_search_params_init(&p, c.metric, c.k);
+        p.sample_rows = 8192;
+        p.candidate_capacity = 16;
+        p.flags = SIEVE_SEARCH_NO_TIGHTEN;
+        sieve_search_stats st = run_case(one, &c, &p);
+        cr_assert_geq(st.path_count[SIEVE_PATH_OVERFLOW], 32, "overflow answered only %llu",
+                      (unsigned long long)st.path_count[SIEVE_PATH_OVERFLOW]);
+        cr_assert_eq(st.rescans,
+                     st.path_count[SIEVE_PATH_OVERFLOW] + st.path_count[SIEVE_PATH_FULL],
+                     "rescans %llu, overflow %llu, full %llu", (unsigned long long)st.rescans,
+                     (unsigned long long)st.path_count[SIEVE_PATH_OVERFLOW],
+                     (unsigned long long)st.path_count[SIEVE_PATH_FULL]);
+    }
+    sieve_device_close(one);
     sieve_device *dev = open_cpu("cpu:2");
     for (int me = 0; me < 3; me++) {
         kcase c = {SIEVE_DTYPE_BF16, (sieve_metric)me, KT_CLUSTER, 30000, 16, 128, 64, 10, 2};
@@ -296,6 +316,99 @@ Test(knn_paths, forced_overflow) {
                      (unsigned long long)st.path_count[SIEVE_PATH_FULL]);
         cr_assert_gt(st.rescans, 0);
     }
+    sieve_device_close(dev);
+}
+
+/* The gate is inclusive: a boundary equal to the k-th key admits exactly k rows and
+ * certifies; one equal to the (k-1)-th admits k-1 and must recover (underfill; tightening
+ * keeps the secondary scan within the buffers). */
+Test(knn_paths, boundary_exactly_at_kth_key) {
+    sieve_device *dev = open_cpu("cpu:2");
+    uint64_t n = 40000;
+    uint32_t dim = 16, k = 10;
+    float *rows = kt_make_rows(KT_GAUSS, n, dim, 21);
+    float *qs = kt_make_queries(KT_GAUSS, 4, dim, 22);
+    for (int dt = 0; dt < 2; dt++)
+        for (int me = 0; me < 2; me++) { /* Dot and Cosine report the key itself */
+            float *x = malloc(n * dim * sizeof *x);
+            cr_assert_not_null(x);
+            memcpy(x, rows, n * dim * sizeof *x);
+            if (me == SIEVE_METRIC_COSINE) kt_normalise(x, n, dim);
+            kt_matrix t;
+            kt_matrix_build(&t, (sieve_dtype)dt, dim, n, 128, x);
+            for (uint32_t j = 0; j < 4; j++) {
+                const float *q = qs + j * dim;
+                sieve_search_params p;
+                sieve_search_params_init(&p, (sieve_metric)me, k + 1);
+                int64_t r[11];
+                float s[11];
+                cr_assert_eq(sieve_knn_materialized(dev, &t.m, q, 1, &p, r, s, NULL, NULL), 0);
+                cr_assert_gt(s[k - 1], s[k], "need distinct keys around the k-th");
+                p.k = k;
+                p.sample_rows = 1024;
+                p.force_boundary = 1;
+                p.forced_boundary = s[k - 1];
+                sieve_search_stats st;
+                kt_check_fused_vs_oracle(dev, &t.m, q, 1, &p, "boundary = k-th key", &st, NULL,
+                                         NULL, NULL, NULL);
+                cr_assert_eq(st.candidates_admitted, k, "admitted %llu",
+                             (unsigned long long)st.candidates_admitted);
+                cr_assert_eq(st.path_count[SIEVE_PATH_CERTIFIED], 1);
+                p.forced_boundary = s[k - 2];
+                kt_check_fused_vs_oracle(dev, &t.m, q, 1, &p, "boundary = (k-1)-th key", &st,
+                                         NULL, NULL, NULL, NULL);
+                cr_assert_eq(st.candidates_admitted, k - 1);
+                cr_assert_eq(st.path_count[SIEVE_PATH_UNDERFILL], 1, "paths C%llu U%llu O%llu F%llu",
+                             (unsigned long long)st.path_count[0], (unsigned long long)st.path_count[1],
+                             (unsigned long long)st.path_count[2], (unsigned long long)st.path_count[3]);
+            }
+            kt_matrix_free(&t);
+            free(x);
+        }
+    free(rows);
+    free(qs);
+    sieve_device_close(dev);
+}
+
+/* Integer keys on a bin grid: with the boundary at 0 and the sample maximum at 1024 the
+ * 512 bins are 2 wide, so many keys sit exactly on bin edges and on tightened thresholds,
+ * and the k-th key is shared by several rows. */
+Test(knn_paths, keys_on_bin_edges_and_ties_at_the_gate) {
+    sieve_device *dev = open_cpu("cpu:2");
+    uint64_t n = 40000;
+    uint32_t dim = 2, k = 300;
+    float *rows = malloc(n * dim * sizeof *rows);
+    cr_assert_not_null(rows);
+    kt_rng rng = {31};
+    for (uint64_t r = 0; r < n; r++) {
+        rows[r * dim] = r % 800 == 0 ? 1024.0f : (float)((int)(kt_next(&rng) % 1524) - 500);
+        rows[r * dim + 1] = (float)((int)(kt_next(&rng) % 7) - 3);
+    }
+    const float q[2] = {1.0f, 0.0f};
+    for (int dt = 0; dt < 2; dt++) { /* float32 and float16 hold these integers exactly */
+        kt_matrix t;
+        kt_matrix_build(&t, (sieve_dtype)dt, dim, n, 192, rows);
+        for (int variant = 0; variant < 3; variant++) {
+            sieve_search_params p;
+            sieve_search_params_init(&p, SIEVE_METRIC_DOT, k);
+            p.sample_rows = 8192;
+            p.candidate_capacity = (uint32_t)n;
+            p.force_boundary = variant < 2;
+            p.forced_boundary = 0.0f;
+            if (variant == 1) p.flags = SIEVE_SEARCH_NO_TIGHTEN;
+            sieve_search_stats st;
+            int64_t r[300];
+            float s[300];
+            uint32_t cnt;
+            kt_check_fused_vs_oracle(dev, &t.m, q, 1, &p, "integer grid", &st, r, s, &cnt, NULL);
+            cr_assert_eq(st.path_count[SIEVE_PATH_CERTIFIED], 1, "variant %d", variant);
+            kt_check_reference(&t.m, q, 1, SIEVE_METRIC_DOT, k, r, s, &cnt, "integer grid");
+            for (uint32_t i = 1; i < k; i++) /* exact ties are ordered by row */
+                if (s[i] == s[i - 1]) cr_assert_lt(r[i - 1], r[i]);
+        }
+        kt_matrix_free(&t);
+    }
+    free(rows);
     sieve_device_close(dev);
 }
 
