@@ -8,9 +8,10 @@
  * Determinism: the scorer cuts the stored matrix into fixed tiles (aligned row ranges inside
  * one page, SIEVE__TILE_ROWS rows or a page if smaller; a page's last tile may be short).
  * Tiles do not depend on the thread count, and each tile is scored by exactly one BLAS call
- * with all n_queries queries, so every path that uses sieve__cpu_score_tile gets bit-identical
- * float32 keys. OpenBLAS is pinned to one thread (openblas_set_num_threads(1), which is
- * process-wide) and the CPU backend parallelises over tiles itself.
+ * for all n_queries queries (cblas_sgemm, or cblas_sgemv for a single query, see score.c),
+ * so every path that uses sieve__cpu_score_tile gets bit-identical float32 keys. OpenBLAS is
+ * pinned to one thread (openblas_set_num_threads(1), which is process-wide) and the CPU
+ * backend parallelises over tiles itself.
  */
 #ifndef SIEVE_CPU_INTERNAL_H
 #define SIEVE_CPU_INTERNAL_H
@@ -74,6 +75,10 @@ void sieve__cpu_score_tile(const sieve__cpu_scorer *s, uint64_t row0, uint32_t n
  * bit-identical to the tile keys. */
 void sieve__cpu_score_rows(const sieve__cpu_scorer *s, const uint32_t *rows, uint32_t n,
                            float *xbuf, float *keys);
+
+/* Exact conversion of n stored values to float32 (F16C / vectorisable fast paths); equal to
+ * sieve_convert_to_f32 for every non-NaN value. */
+void sieve__cpu_to_f32(sieve_dtype dtype, const void *src, float *dst, size_t n);
 
 /* Row eligibility: not deleted and (no allowed mask or allowed). */
 static inline int sieve__cpu_eligible(const sieve_matrix *m, uint64_t row) {

@@ -5,15 +5,24 @@
  * buffer comes from the caller.
  *
  * A tile is the row range [page*rpp + i*T, min(page*rpp + (i+1)*T, page end, n_rows)) with
- * T = min(SIEVE__TILE_ROWS, rows_per_page). It is scored by exactly one
+ * T = min(SIEVE__TILE_ROWS, rows_per_page). It is scored by exactly one BLAS call,
  * cblas_sgemm(RowMajor, Q x X^T) with M = n_queries, N = rows of the tile, K = dim, reading
- * float32 pages in place and float16/bfloat16 pages through a float32 copy of the tile.
- * Because the tile grid and the call never depend on the thread count or the path, the
- * fused path, its recoveries and the materialized oracle compute bit-identical keys.
+ * float32 pages in place and float16/bfloat16 pages through a float32 copy of the tile (the
+ * conversion is exact, so how it is done does not matter). Because the tile grid and the
+ * call never depend on the thread count or the path, the fused path, its recoveries and the
+ * materialized oracle compute bit-identical keys.
+ *
+ * One query is the exception that keeps the rule: the call is then cblas_sgemv (X q), for
+ * every tile and every path of that search. The product is the same; OpenBLAS's sgemm packs
+ * the whole tile for M = 1 and runs about half as fast on this memory-bound shape.
  */
 #include <cblas.h>
 #include <math.h>
 #include <string.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define SIEVE__HAVE_F16C_PATH 1
+#endif
 
 #include "cpu_internal.h"
 
@@ -90,9 +99,42 @@ static void finish_keys(const sieve__cpu_scorer *s, uint32_t n, const float *nor
     }
 }
 
-static void sgemm_tile(const sieve__cpu_scorer *s, const float *x, uint32_t n, float *keys) {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)s->nq, (int)n, (int)s->dim, 1.0f,
-                s->q, (int)s->dim, x, (int)s->dim, 0.0f, keys, (int)s->tile_rows);
+static void blas_tile(const sieve__cpu_scorer *s, const float *x, uint32_t n, float *keys) {
+    if (s->nq == 1)
+        cblas_sgemv(CblasRowMajor, CblasNoTrans, (int)n, (int)s->dim, 1.0f, x, (int)s->dim, s->q,
+                    1, 0.0f, keys, 1);
+    else
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)s->nq, (int)n, (int)s->dim,
+                    1.0f, s->q, (int)s->dim, x, (int)s->dim, 0.0f, keys, (int)s->tile_rows);
+}
+
+#ifdef SIEVE__HAVE_F16C_PATH
+__attribute__((target("avx,f16c"))) static void f16_to_f32_f16c(const uint16_t *src, float *dst,
+                                                                  size_t n) {
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(src + i))));
+    for (; i < n; i++) dst[i] = sieve_f16_to_f32(src[i]);
+}
+#endif
+
+void sieve__cpu_to_f32(sieve_dtype dtype, const void *src, float *dst, size_t n) {
+    if (dtype == SIEVE_DTYPE_BF16) {
+        const uint16_t *h = src;
+        for (size_t i = 0; i < n; i++) {
+            uint32_t u = (uint32_t)h[i] << 16;
+            memcpy(&dst[i], &u, 4);
+        }
+        return;
+    }
+#ifdef SIEVE__HAVE_F16C_PATH
+    if (dtype == SIEVE_DTYPE_F16 && __builtin_cpu_supports("f16c") &&
+        __builtin_cpu_supports("avx")) {
+        f16_to_f32_f16c(src, dst, n);
+        return;
+    }
+#endif
+    sieve_convert_to_f32(dtype, src, dst, n);
 }
 
 void sieve__cpu_score_tile(const sieve__cpu_scorer *s, uint64_t row0, uint32_t nrows,
@@ -106,10 +148,10 @@ void sieve__cpu_score_tile(const sieve__cpu_scorer *s, uint64_t row0, uint32_t n
     if (m->dtype == SIEVE_DTYPE_F32) {
         x = (const float *)(const void *)src;
     } else {
-        sieve_convert_to_f32(m->dtype, src, xbuf, (size_t)nrows * s->dim);
+        sieve__cpu_to_f32(m->dtype, src, xbuf, (size_t)nrows * s->dim);
         x = xbuf;
     }
-    sgemm_tile(s, x, nrows, keys);
+    blas_tile(s, x, nrows, keys);
     const float *norms = NULL;
     if (s->metric == SIEVE_METRIC_EUCLID) norms = m->norm_pages[page] + off;
     finish_keys(s, nrows, norms, keys);
@@ -124,10 +166,10 @@ void sieve__cpu_score_rows(const sieve__cpu_scorer *s, const uint32_t *rows, uin
     for (uint32_t j = 0; j < n; j++) {
         uint32_t r = rows[j];
         const char *src = (const char *)m->pages[r / rpp] + (size_t)(r % rpp) * s->dim * esz;
-        sieve_convert_to_f32(m->dtype, src, xbuf + (size_t)j * s->dim, s->dim);
+        sieve__cpu_to_f32(m->dtype, src, xbuf + (size_t)j * s->dim, s->dim);
         if (s->metric == SIEVE_METRIC_EUCLID) norms[j] = m->norm_pages[r / rpp][r % rpp];
     }
-    sgemm_tile(s, xbuf, n, keys);
+    blas_tile(s, xbuf, n, keys);
     finish_keys(s, n, norms, keys);
 }
 
