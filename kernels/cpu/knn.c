@@ -44,6 +44,7 @@
  * otherwise (at least one slot); queries waiting for a slot take later rounds.
  */
 #define _POSIX_C_SOURCE 200809L
+#include <limits.h>
 #include <math.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -562,6 +563,8 @@ int sieve__cpu_knn(const sieve_device *dev, const sieve_matrix *m, const float *
                    uint32_t *out_counts, uint8_t *out_paths, sieve_search_stats *stats) {
     double t_start = sieve__now_ms();
     if (p->force_boundary && isnan(p->forced_boundary)) return SIEVE_EINVAL;
+    /* BLAS takes int sizes */
+    if (n_queries > INT_MAX || m->dim > INT_MAX / SIEVE__TILE_ROWS) return SIEVE_EINVAL;
     plan pl;
     int rc = make_plan(dev, m, n_queries, p, &pl);
     if (rc) return rc;

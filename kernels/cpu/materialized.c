@@ -5,6 +5,7 @@
  * so a selection bug in the fused path cannot hide in its oracle.
  */
 #define _POSIX_C_SOURCE 200809L
+#include <limits.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -77,6 +78,8 @@ int sieve__cpu_knn_materialized(const sieve_device *dev, const sieve_matrix *m,
                                 float *out_scores, uint32_t *out_counts,
                                 sieve_search_stats *stats) {
     double t_start = sieve__now_ms();
+    /* BLAS takes int sizes */
+    if (n_queries > INT_MAX || m->dim > INT_MAX / SIEVE__TILE_ROWS) return SIEVE_EINVAL;
     sieve__cpu_scorer sc;
     sieve__cpu_scorer_init(&sc, m, p->metric, NULL, n_queries);
     uint64_t workers = dev->threads ? dev->threads : 1;

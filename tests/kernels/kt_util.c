@@ -113,7 +113,8 @@ float *kt_make_rows(kt_data d, uint64_t n, uint32_t dim, uint64_t seed) {
             uint32_t i = (uint32_t)(kt_next(&r) % dim);
             float v = x[row * dim + i];
             int steps = (int)(kt_next(&r) % 5) - 2;
-            for (int s = 0; s < abs(steps); s++) v = nextafterf(v, steps > 0 ? INFINITY : -INFINITY);
+            float toward = steps > 0 ? INFINITY : -INFINITY;
+            for (int s = 0; s < abs(steps); s++) v = nextafterf(v, toward);
             x[row * dim + i] = v;
         }
         break;
@@ -150,7 +151,8 @@ void kt_normalise(float *rows, uint64_t n, uint32_t dim) {
         double s = 0.0;
         for (uint32_t i = 0; i < dim; i++) s += (double)rows[r * dim + i] * rows[r * dim + i];
         if (s > 0)
-            for (uint32_t i = 0; i < dim; i++) rows[r * dim + i] = (float)(rows[r * dim + i] / sqrt(s));
+            for (uint32_t i = 0; i < dim; i++)
+                rows[r * dim + i] = (float)(rows[r * dim + i] / sqrt(s));
     }
 }
 

@@ -37,8 +37,8 @@ Test(dtype, f16_every_pattern_round_trips) {
         if (isnan(want)) {
             cr_assert(isnan(f), "0x%04x must decode to NaN, got %g", h, f);
             uint16_t back = sieve_f32_to_f16(f);
-            cr_assert((back & 0x7c00) == 0x7c00 && (back & 0x3ff), "NaN 0x%04x re-encoded as 0x%04x",
-                      h, back);
+            cr_assert((back & 0x7c00) == 0x7c00 && (back & 0x3ff),
+                      "NaN 0x%04x re-encoded as 0x%04x", h, back);
             cr_assert_eq(back & 0x8000, h & 0x8000, "NaN sign lost for 0x%04x", h);
             continue;
         }

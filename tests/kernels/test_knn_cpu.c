@@ -358,9 +358,12 @@ Test(knn_paths, boundary_exactly_at_kth_key) {
                 kt_check_fused_vs_oracle(dev, &t.m, q, 1, &p, "boundary = (k-1)-th key", &st,
                                          NULL, NULL, NULL, NULL);
                 cr_assert_eq(st.candidates_admitted, k - 1);
-                cr_assert_eq(st.path_count[SIEVE_PATH_UNDERFILL], 1, "paths C%llu U%llu O%llu F%llu",
-                             (unsigned long long)st.path_count[0], (unsigned long long)st.path_count[1],
-                             (unsigned long long)st.path_count[2], (unsigned long long)st.path_count[3]);
+                cr_assert_eq(st.path_count[SIEVE_PATH_UNDERFILL], 1,
+                             "paths C%llu U%llu O%llu F%llu",
+                             (unsigned long long)st.path_count[0],
+                             (unsigned long long)st.path_count[1],
+                             (unsigned long long)st.path_count[2],
+                             (unsigned long long)st.path_count[3]);
             }
             kt_matrix_free(&t);
             free(x);
