@@ -79,7 +79,8 @@ static void sampled_sets(sieve_dtype dtype, sieve_metric metric) {
         cr_assert_gt(st.rows_sampled, 0);
         fused_queries += st.path_count[SIEVE_PATH_CERTIFIED] + st.path_count[SIEVE_PATH_UNDERFILL] +
                          st.path_count[SIEVE_PATH_OVERFLOW];
-        kcase c1 = {dtype, metric, (kt_data)d, 40000, 24, 192, 1, 100, 1};
+        /* pages of 448 rows: two tiles each (256 + 192), the last page one short tile */
+        kcase c1 = {dtype, metric, (kt_data)d, 40000, 24, 448, 1, 100, 1};
         run_case(dev, &c1, NULL);
     }
     /* Most sets are not degenerate: the gated path must have answered most queries. */
@@ -464,7 +465,7 @@ Test(knn_paths, all_ties_go_full_and_break_ties_by_row) {
 /* Deleted and allowed masks on the sampled path, fewer eligible rows than k, and none. */
 Test(knn_masks, deleted_allowed_and_too_few) {
     sieve_device *dev = open_cpu("cpu:2");
-    uint64_t n = 40000;
+    uint64_t n = 40100; /* pages of 576 rows = tiles of 256, 256, 64; last page 256 + 100 */
     uint32_t dim = 24, nq = 64;
     float *rows = kt_make_rows(KT_CLUSTER, n, dim, 11);
     float *q = kt_make_queries(KT_CLUSTER, nq, dim, 12);
@@ -472,7 +473,7 @@ Test(knn_masks, deleted_allowed_and_too_few) {
     for (int dt = 0; dt < 3; dt++)
         for (int me = 0; me < 3; me++) {
             kt_matrix t;
-            kt_matrix_build(&t, (sieve_dtype)dt, dim, n, 192, rows);
+            kt_matrix_build(&t, (sieve_dtype)dt, dim, n, 576, rows);
             uint64_t *del = kt_matrix_deleted(&t);
             uint64_t *allow = kt_matrix_allowed(&t);
             for (uint64_t r = 0; r < n; r++) {
