@@ -14,7 +14,10 @@
  *     sample key of rank ceil(1.25 r + 3 sqrt(r) + 2) (a little more than k rows expected
  *     above it), the secondary boundary the key of rank 4x that + 16 (or the sample minimum).
  *     p->force_boundary replaces the boundary. SIEVE__NBINS equal-width bins span
- *     [boundary, sample max]; keys above the max clamp into the top bin.
+ *     [boundary, sample max]; keys above the max clamp into the top bin. Sample keys come
+ *     from gathered rows and may differ from the scan's in the last bit: they only steer the
+ *     work. When the sample cannot place the boundary (rank > S_e) or k >= N_e, the query
+ *     goes to the full row at once.
  *  3. Scan: one pass over all tiles. Each worker gates key >= its threshold (inclusive, so
  *     ties at the threshold are admitted), appends (row, key) to its own per-query buffer
  *     (cap entries), counts the key in its own per-query histogram, and counts every
@@ -28,7 +31,9 @@
  *     Underfill (< k): rescan with the secondary boundary (SIEVE_PATH_UNDERFILL); still short
  *     => full row. Overflow: the summed histogram names the highest edge with >= k rows at or
  *     above it; rescan with that threshold and fresh bins up to the largest admitted key
- *     (SIEVE_PATH_OVERFLOW); overflowing again => full row. Full row (SIEVE_PATH_FULL):
+ *     (SIEVE_PATH_OVERFLOW), unless that threshold is no higher or more rows than all the
+ *     buffers hold are already counted above it (ties at the top); overflowing again => full
+ *     row. Full row (SIEVE_PATH_FULL):
  *     every eligible key is written into an N-entry slot, then selected.
  *  5. Select: the summed histogram names the bin holding the k-th key; candidates above it
  *     go straight to the output, only that bin is sorted (key descending, row ascending),
