@@ -76,10 +76,6 @@ void sieve__cpu_score_tile(const sieve__cpu_scorer *s, uint64_t row0, uint32_t n
 void sieve__cpu_score_rows(const sieve__cpu_scorer *s, const uint32_t *rows, uint32_t n,
                            float *xbuf, float *keys);
 
-/* Exact conversion of n stored values to float32 (F16C / vectorisable fast paths); equal to
- * sieve_convert_to_f32 for every non-NaN value. */
-void sieve__cpu_to_f32(sieve_dtype dtype, const void *src, float *dst, size_t n);
-
 /* Row eligibility: not deleted and (no allowed mask or allowed). */
 static inline int sieve__cpu_eligible(const sieve_matrix *m, uint64_t row) {
     if (m->deleted && ((m->deleted[row >> 6] >> (row & 63)) & 1u)) return 0;
@@ -95,8 +91,14 @@ int sieve__cpu_tile_mask(const sieve_matrix *m, uint64_t row0, uint32_t nrows,
 /* Number of eligible rows of m. */
 uint64_t sieve__cpu_count_eligible(const sieve_matrix *m);
 
+/* The metric whose reported score a search writes: SIEVE_SEARCH_RAW_KEYS reports the raw
+ * ranking key for every metric (as Dot does). */
+static inline sieve_metric sieve__cpu_report_metric(const sieve_search_params *p) {
+    return (p->flags & SIEVE_SEARCH_RAW_KEYS) ? SIEVE_METRIC_DOT : p->metric;
+}
+
 /* The reported score of a key: the key itself for Dot and Cosine, the Euclidean distance
- * sqrtf(fmaxf(0, |q|^2 - key)) for Euclid. */
+ * sqrtf(fmaxf(0, |q|^2 - key)) for Euclid (the same value as sieve_euclid_distance). */
 static inline float sieve__cpu_report(sieve_metric metric, float key, float qsq) {
     return metric == SIEVE_METRIC_EUCLID ? sqrtf(fmaxf(0.0f, qsq - key)) : key;
 }

@@ -449,7 +449,7 @@ static void select_worker(void *vc, uint32_t w) {
         }
         s->count = (uint32_t)count;
         s->mode = Q_DONE;
-        sieve__cpu_emit(top, count, pl->k, c->p->metric, c->qsq[q],
+        sieve__cpu_emit(top, count, pl->k, sieve__cpu_report_metric(c->p), c->qsq[q],
                         c->out_rows + (size_t)q * pl->k, c->out_scores + (size_t)q * pl->k);
     }
 }

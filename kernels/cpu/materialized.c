@@ -15,7 +15,7 @@
 typedef struct mat_call {
     const sieve_matrix *m;
     const sieve__cpu_scorer *sc;
-    sieve_metric metric;
+    sieve_metric metric; /* of the reported scores */
     uint32_t k;
     float *keys;      /* nq x n_rows */
     const float *qsq;
@@ -108,7 +108,7 @@ int sieve__cpu_knn_materialized(const sieve_device *dev, const sieve_matrix *m,
     sc.q = q;
     c.m = m;
     c.sc = &sc;
-    c.metric = p->metric;
+    c.metric = sieve__cpu_report_metric(p);
     c.k = p->k;
     c.qsq = qsq;
     c.n_eligible = n_el;

@@ -7,8 +7,8 @@
  * A tile is the row range [page*rpp + i*T, min(page*rpp + (i+1)*T, page end, n_rows)) with
  * T = min(SIEVE__TILE_ROWS, rows_per_page). It is scored by exactly one BLAS call,
  * cblas_sgemm(RowMajor, Q x X^T) with M = n_queries, N = rows of the tile, K = dim, reading
- * float32 pages in place and float16/bfloat16 pages through a float32 copy of the tile (the
- * conversion is exact, so how it is done does not matter). Because the tile grid and the
+ * float32 pages in place and float16/bfloat16 pages through a float32 copy of the tile
+ * (sieve_convert_to_f32: exact, F16C where the CPU has it). Because the tile grid and the
  * call never depend on the thread count or the path, the fused path, its recoveries and the
  * materialized oracle compute bit-identical keys.
  *
@@ -19,10 +19,6 @@
 #include <cblas.h>
 #include <math.h>
 #include <string.h>
-#if defined(__x86_64__) || defined(__i386__)
-#include <immintrin.h>
-#define SIEVE__HAVE_F16C_PATH 1
-#endif
 
 #include "cpu_internal.h"
 
@@ -108,35 +104,6 @@ static void blas_tile(const sieve__cpu_scorer *s, const float *x, uint32_t n, fl
                     1.0f, s->q, (int)s->dim, x, (int)s->dim, 0.0f, keys, (int)s->tile_rows);
 }
 
-#ifdef SIEVE__HAVE_F16C_PATH
-__attribute__((target("avx,f16c"))) static void f16_to_f32_f16c(const uint16_t *src, float *dst,
-                                                                  size_t n) {
-    size_t i = 0;
-    for (; i + 8 <= n; i += 8)
-        _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(src + i))));
-    for (; i < n; i++) dst[i] = sieve_f16_to_f32(src[i]);
-}
-#endif
-
-void sieve__cpu_to_f32(sieve_dtype dtype, const void *src, float *dst, size_t n) {
-    if (dtype == SIEVE_DTYPE_BF16) {
-        const uint16_t *h = src;
-        for (size_t i = 0; i < n; i++) {
-            uint32_t u = (uint32_t)h[i] << 16;
-            memcpy(&dst[i], &u, 4);
-        }
-        return;
-    }
-#ifdef SIEVE__HAVE_F16C_PATH
-    if (dtype == SIEVE_DTYPE_F16 && __builtin_cpu_supports("f16c") &&
-        __builtin_cpu_supports("avx")) {
-        f16_to_f32_f16c(src, dst, n);
-        return;
-    }
-#endif
-    sieve_convert_to_f32(dtype, src, dst, n);
-}
-
 void sieve__cpu_score_tile(const sieve__cpu_scorer *s, uint64_t row0, uint32_t nrows,
                            float *xbuf, float *keys) {
     const sieve_matrix *m = s->m;
@@ -148,7 +115,7 @@ void sieve__cpu_score_tile(const sieve__cpu_scorer *s, uint64_t row0, uint32_t n
     if (m->dtype == SIEVE_DTYPE_F32) {
         x = (const float *)(const void *)src;
     } else {
-        sieve__cpu_to_f32(m->dtype, src, xbuf, (size_t)nrows * s->dim);
+        sieve_convert_to_f32(m->dtype, src, xbuf, (size_t)nrows * s->dim);
         x = xbuf;
     }
     blas_tile(s, x, nrows, keys);
@@ -166,7 +133,7 @@ void sieve__cpu_score_rows(const sieve__cpu_scorer *s, const uint32_t *rows, uin
     for (uint32_t j = 0; j < n; j++) {
         uint32_t r = rows[j];
         const char *src = (const char *)m->pages[r / rpp] + (size_t)(r % rpp) * s->dim * esz;
-        sieve__cpu_to_f32(m->dtype, src, xbuf + (size_t)j * s->dim, s->dim);
+        sieve_convert_to_f32(m->dtype, src, xbuf + (size_t)j * s->dim, s->dim);
         if (s->metric == SIEVE_METRIC_EUCLID) norms[j] = m->norm_pages[r / rpp][r % rpp];
     }
     blas_tile(s, xbuf, n, keys);

@@ -291,6 +291,27 @@ int launch_mma(cudaStream_t s, const ScanParams &p, uint32_t L, bool vec) {
     return 0;
 }
 
+/* Persistent launch: two CTAs per SM (or what fits), query tile fastest. */
+template <typename T, int BN, int WM, int WN, int ST, int MODE>
+int launch_persist(const sieve__cuda_ctx *c, cudaStream_t s, const ScanParams &p, uint32_t L) {
+    using Sm = MmaSmem<128, BN, ST>;
+    ScanParams q = p;
+    q.nqt = (p.nq + BN - 1) / BN;
+    auto kern = scan_mma_persist_kernel<T, BN, WM, WN, ST, MODE>;
+    SIEVE_CUDA_TRY(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)Sm::bytes));
+    int per_sm = 0;
+    SIEVE_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kern, WM * WN * 32, Sm::bytes));
+    if (per_sm < 1) per_sm = 1;
+    uint32_t tiles = (L + 127) / 128;
+    uint64_t groups = (uint64_t)c->prop.multiProcessorCount * per_sm / q.nqt;
+    if (groups < 1) groups = 1;
+    if (groups > tiles) groups = tiles;
+    if (groups * q.nqt > 0x7fffffffull) return SIEVE_EINVAL;
+    kern<<<(unsigned)(groups * q.nqt), WM * WN * 32, Sm::bytes, s>>>(q);
+    SIEVE_CUDA_LAUNCH_CHECK();
+    return 0;
+}
+
 template <int BN, int TN, int MODE>
 int launch_f32(cudaStream_t s, const ScanParams &p, uint32_t L, bool vec) {
     ScanParams q = p;
@@ -311,8 +332,18 @@ uint32_t tile_queries(sieve_dtype dt, uint32_t nq) {
 }
 
 template <int MODE, typename T>
-int launch_scan_t(cudaStream_t s, const ScanParams &p, uint32_t L, bool vec) {
+int launch_scan_t(const sieve__cuda_ctx *c, cudaStream_t s, const ScanParams &p, uint32_t L,
+                  bool vec) {
+    /* Tile shapes measured on the H200 (bench/RESULTS.md): 128-row tiles with two CTAs per
+       SM beat both a persistent resident-query variant (1 CTA/SM, 5M x B=64: 5.7 ms vs
+       3.3 ms) and 256 x 128 tiles at B=1024 (72 ms vs 45 ms). */
     uint32_t bn = tile_queries(SIEVE_DTYPE_F16, p.nq);
+    if (c->scan_variant == 1 && MODE != MODE_SAMPLE && vec && p.rpp % 128 == 0) {
+        if (bn == 16) return launch_persist<T, 16, 4, 1, 4, MODE>(c, s, p, L);
+        if (bn == 32) return launch_persist<T, 32, 4, 1, 4, MODE>(c, s, p, L);
+        if (bn == 64) return launch_persist<T, 64, 4, 2, 4, MODE>(c, s, p, L);
+        return launch_persist<T, 128, 2, 4, 3, MODE>(c, s, p, L);
+    }
     if (bn == 16) return launch_mma<T, 128, 16, 4, 1, 4, MODE>(s, p, L, vec);
     if (bn == 32) return launch_mma<T, 128, 32, 4, 1, 4, MODE>(s, p, L, vec);
     if (bn == 64) return launch_mma<T, 128, 64, 4, 2, 4, MODE>(s, p, L, vec);
@@ -320,7 +351,8 @@ int launch_scan_t(cudaStream_t s, const ScanParams &p, uint32_t L, bool vec) {
 }
 
 template <int MODE>
-int launch_scan(cudaStream_t s, sieve_dtype dt, const ScanParams &p, uint32_t L) {
+int launch_scan(const sieve__cuda_ctx *c, cudaStream_t s, sieve_dtype dt, const ScanParams &p,
+                uint32_t L) {
     if (dt == SIEVE_DTYPE_F32) {
         bool vec = p.dim % 4 == 0;
         uint32_t bn = tile_queries(dt, p.nq);
@@ -330,8 +362,8 @@ int launch_scan(cudaStream_t s, sieve_dtype dt, const ScanParams &p, uint32_t L)
         return launch_f32<128, 8, MODE>(s, p, L, vec);
     }
     bool vec = p.dim % 8 == 0;
-    if (dt == SIEVE_DTYPE_F16) return launch_scan_t<MODE, __half>(s, p, L, vec);
-    return launch_scan_t<MODE, __nv_bfloat16>(s, p, L, vec);
+    if (dt == SIEVE_DTYPE_F16) return launch_scan_t<MODE, __half>(c, s, p, L, vec);
+    return launch_scan_t<MODE, __nv_bfloat16>(c, s, p, L, vec);
 }
 
 /* ------------------------------------------------------------------ plan and layout */
@@ -569,7 +601,7 @@ int full_path(Search &S, const std::vector<uint32_t> &qlist, sieve_search_stats 
         sp.nq = nc;
         sp.mat = A;
         sp.mat_ld = n;
-        int rc = launch_scan<MODE_MAT>(S.s, S.m->dtype, sp, (uint32_t)n);
+        int rc = launch_scan<MODE_MAT>(S.c, S.s, S.m->dtype, sp, (uint32_t)n);
         if (rc) return rc;
         size_t tb = S.L.fullcub_bytes;
         if (n <= SEGSORT_MAX) {
@@ -589,7 +621,8 @@ int full_path(Search &S, const std::vector<uint32_t> &qlist, sieve_search_stats 
         }
         dim3 grid((pl.k + 255) / 256 < 64 ? (pl.k + 255) / 256 : 64, nc < 65535 ? nc : 65535);
         extract_kernel<<<grid, 256, 0, S.s>>>(B, n, nullptr, (uint32_t)std::min<uint64_t>(n, 0xffffffffu),
-                                              nullptr, idx, nc, pl.k, S.p->metric,
+                                              nullptr, idx, nc, pl.k,
+                                              (S.p->flags & SIEVE_SEARCH_RAW_KEYS) ? 0 : S.p->metric,
                                               S.at<float>(S.L.qn2sub), S.at<int64_t>(S.L.outrows),
                                               S.at<float>(S.L.outscores),
                                               S.at<uint32_t>(S.L.outcounts));
@@ -621,7 +654,7 @@ int rescan(Search &S, const std::vector<uint32_t> &qlist, const std::vector<floa
     sp.q = S.at<void>(S.L.qsub);
     sp.nq = nc;
     sp.qmap = idx;
-    int rc = launch_scan<MODE_GATE>(S.s, S.m->dtype, sp, (uint32_t)S.m->n_rows);
+    int rc = launch_scan<MODE_GATE>(S.c, S.s, S.m->dtype, sp, (uint32_t)S.m->n_rows);
     if (rc) return rc;
     SIEVE_CUDA_TRY(cudaStreamSynchronize(S.s)); /* lo, qlist stay valid until here */
     return 0;
@@ -784,7 +817,7 @@ extern "C" int sieve__cuda_knn(void *ctx, const sieve_matrix *m, const float *qu
         sp.s_stride = pl.stride;
         sp.s_count = pl.S;
         sp.sample_out = S.at<float>(S.L.sample);
-        if ((rc = launch_scan<MODE_SAMPLE>(S.s, m->dtype, sp, pl.S))) return rc;
+        if ((rc = launch_scan<MODE_SAMPLE>(S.c, S.s, m->dtype, sp, pl.S))) return rc;
         size_t psm = (size_t)pl.S * 4 <= 96 * 1024 ? (size_t)pl.S * 4 : 0;
         SIEVE_CUDA_TRY(cudaFuncSetAttribute(propose_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                             96 * 1024));
@@ -795,8 +828,7 @@ extern "C" int sieve__cuda_knn(void *ctx, const sieve_matrix *m, const float *qu
             S.at<uint32_t>(S.L.cnt));
         SIEVE_CUDA_LAUNCH_CHECK();
         st.rows_sampled = (uint64_t)pl.S * n_queries;
-        SIEVE_CUDA_TRY(cudaStreamSynchronize(S.s));
-        t_sample = sieve__now_ms();
+        t_sample = sieve__now_ms(); /* launch time only: the scan's sync below waits for both */
 
         /* the fused scan */
         sp = S.sp;
@@ -810,16 +842,13 @@ extern "C" int sieve__cuda_knn(void *ctx, const sieve_matrix *m, const float *qu
         sp.cap = pl.cap;
         sp.tighten = (p->flags & SIEVE_SEARCH_NO_TIGHTEN) ? 0 : 1;
         S.sp = sp; /* rescans reuse the state arrays */
-        if ((rc = launch_scan<MODE_GATE>(S.s, m->dtype, sp, (uint32_t)m->n_rows))) return rc;
+        if ((rc = launch_scan<MODE_GATE>(S.c, S.s, m->dtype, sp, (uint32_t)m->n_rows))) return rc;
         st.rows_scanned += (uint64_t)m->n_rows * n_queries;
-        std::vector<uint32_t> cnt;
-        if ((rc = fetch_cnt(S, cnt))) return rc;
-
-        /* certify; recover what is not certified */
-        std::vector<uint32_t> thr2(n_queries);
+        /* certify; recover what is not certified (one sync for counts and boundaries) */
+        std::vector<uint32_t> cnt(n_queries), thr2(n_queries);
         SIEVE_CUDA_TRY(cudaMemcpyAsync(thr2.data(), S.at<uint32_t>(S.L.thr2), n_queries * 4,
                                        cudaMemcpyDeviceToHost, S.s));
-        SIEVE_CUDA_TRY(cudaStreamSynchronize(S.s));
+        if ((rc = fetch_cnt(S, cnt))) return rc;
         std::vector<uint32_t> rq;
         std::vector<float> rlo;
         for (uint32_t q = 0; q < n_queries; q++) {
@@ -878,7 +907,8 @@ extern "C" int sieve__cuda_knn(void *ctx, const sieve_matrix *m, const float *qu
                   n_queries < 65535 ? n_queries : 65535);
         extract_kernel<<<grid, 256, 0, S.s>>>(S.at<uint64_t>(S.L.sorted), pl.cap,
                                               S.at<uint32_t>(S.L.cnt), 0, used, nullptr, n_queries,
-                                              pl.k, p->metric, S.at<float>(S.L.qn2),
+                                              pl.k, (p->flags & SIEVE_SEARCH_RAW_KEYS) ? 0 : p->metric,
+                                              S.at<float>(S.L.qn2),
                                               S.at<int64_t>(S.L.outrows), S.at<float>(S.L.outscores),
                                               S.at<uint32_t>(S.L.outcounts));
         SIEVE_CUDA_LAUNCH_CHECK();

@@ -320,6 +320,139 @@ scan_mma_kernel(ScanParams p) {
             }
 }
 
+/* ------------------------------------------------------------------ persistent loop */
+
+/* The same tile and main loop as scan_mma_kernel, but each CTA walks row tiles
+ * b / nqt, + gridDim.x / nqt, ... with one cp.async pipeline that runs across tile
+ * boundaries, so a CTA pays the pipeline fill once instead of once per 128 rows, and two
+ * CTAs per SM overlap one's epilogue with the other's main loop. Rows 16-byte aligned
+ * (dim % 8 == 0) and tiles inside one page (rows_per_page % 128 == 0). MODE_GATE or
+ * MODE_MAT. Same per-element accumulation order: keys are bit-identical. */
+template <typename T, int BN, int WM, int WN, int STAGES, int MODE>
+__global__ void __launch_bounds__(WM *WN * 32, 2)
+scan_mma_persist_kernel(ScanParams p) {
+    constexpr int BM = 128, KC = 64, LDS = KC + 8, NT = WM * WN * 32;
+    constexpr int WTM = BM / WM, WTN = BN / WN;
+    constexpr int MT = WTM / 16, NTL = WTN / 8;
+    static_assert(WTM % 16 == 0 && WTN % 16 == 0, "warp tile must be a multiple of 16");
+    extern __shared__ __align__(16) unsigned char smem_raw[];
+    T *As = (T *)smem_raw;
+    T *Bs = As + (size_t)STAGES * BM * LDS;
+
+    const uint32_t qt = blockIdx.x % p.nqt;
+    const uint32_t groups = gridDim.x / p.nqt;
+    const uint32_t grp = blockIdx.x / p.nqt;
+    if (grp >= groups) return;
+    const uint32_t q0 = qt * BN;
+    const uint32_t ntiles = (p.n_rows + BM - 1) / BM;
+    const uint32_t my_tiles = grp < ntiles ? (ntiles - grp + groups - 1) / groups : 0;
+    const int KT = p.dpad / KC;
+    const uint64_t total = (uint64_t)my_tiles * KT;
+    const T *qbase = (const T *)p.q + (size_t)q0 * p.dpad;
+
+    auto load_chunk = [&](uint64_t ci) {
+        if (ci >= total) return;
+        uint32_t tile = grp + (uint32_t)(ci / KT) * groups;
+        int k0 = (int)(ci % KT) * KC;
+        uint32_t row0 = tile * BM;
+        const T *base = (const T *)p.pages[row0 / p.rpp] + (size_t)(row0 % p.rpp) * p.dim;
+        T *as = As + (size_t)(ci % STAGES) * BM * LDS;
+        T *bs = Bs + (size_t)(ci % STAGES) * BN * LDS;
+        for (int i = threadIdx.x; i < BM * (KC / 8); i += NT) {
+            int r = i / (KC / 8), c = (i % (KC / 8)) * 8;
+            bool ok = row0 + r < p.n_rows && k0 + c < (int)p.dim;
+            cp_async16(as + r * LDS + c, ok ? (const void *)(base + (size_t)r * p.dim + k0 + c) : p.q,
+                       ok ? 16 : 0);
+        }
+        for (int i = threadIdx.x; i < BN * (KC / 8); i += NT) {
+            int r = i / (KC / 8), c = (i % (KC / 8)) * 8;
+            cp_async16(bs + r * LDS + c, qbase + (size_t)r * p.dpad + k0 + c, 16);
+        }
+    };
+
+    float acc[MT][NTL][4];
+#pragma unroll
+    for (int i = 0; i < MT; i++)
+#pragma unroll
+        for (int j = 0; j < NTL; j++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) acc[i][j][e] = 0.f;
+
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const int wm0 = (warp / WN) * WTM, wn0 = (warp % WN) * WTN;
+    const int g = lane / 4, t = lane % 4;
+
+#pragma unroll
+    for (int s = 0; s < STAGES - 1; s++) {
+        load_chunk((uint64_t)s);
+        cp_async_commit();
+    }
+    for (uint64_t ci = 0; ci < total; ci++) {
+        cp_async_wait<STAGES - 2>();
+        __syncthreads();
+        load_chunk(ci + STAGES - 1);
+        cp_async_commit();
+        const int kt = (int)(ci % KT);
+        const T *as = As + (size_t)(ci % STAGES) * BM * LDS;
+        const T *bs = Bs + (size_t)(ci % STAGES) * BN * LDS;
+#pragma unroll
+        for (int kk = 0; kk < KC; kk += 16) {
+            uint32_t af[MT][4], bf[NTL][2];
+#pragma unroll
+            for (int mt = 0; mt < MT; mt++)
+                ldmatrix_x4(af[mt], as + (wm0 + mt * 16 + (lane % 16)) * LDS + kk + (lane / 16) * 8);
+#pragma unroll
+            for (int np = 0; np < NTL / 2; np++) {
+                uint32_t r4[4];
+                ldmatrix_x4(r4, bs + (wn0 + np * 16 + (lane % 8) + (lane / 16) * 8) * LDS + kk +
+                                    ((lane / 8) % 2) * 8);
+                bf[2 * np][0] = r4[0];
+                bf[2 * np][1] = r4[1];
+                bf[2 * np + 1][0] = r4[2];
+                bf[2 * np + 1][1] = r4[3];
+            }
+#pragma unroll
+            for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+                for (int nt = 0; nt < NTL; nt++) MmaOp<T>::run(acc[mt][nt], af[mt], bf[nt]);
+        }
+        if (kt == KT - 1) {
+            const uint32_t row0 = (grp + (uint32_t)(ci / KT) * groups) * BM;
+            float thv[NTL][2];
+#pragma unroll
+            for (int nt = 0; nt < NTL; nt++)
+#pragma unroll
+                for (int e = 0; e < 2; e++) {
+                    uint32_t q = q0 + wn0 + nt * 8 + 2 * t + e;
+                    thv[nt][e] = (MODE == MODE_GATE && q < p.nq)
+                                     ? float_of_ord(__ldcg(p.thr + slot_of(p, q)))
+                                     : 0.f;
+                }
+#pragma unroll
+            for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+                for (int h = 0; h < 2; h++) {
+                    uint32_t row = row0 + wm0 + mt * 16 + g + h * 8;
+                    bool in = row < p.n_rows;
+                    bool el = in;
+                    if (in && p.deleted && ((p.deleted[row >> 6] >> (row & 63)) & 1ull)) el = false;
+                    if (in && p.allowed && !((p.allowed[row >> 6] >> (row & 63)) & 1ull)) el = false;
+                    float nv = (in && p.metric == 2) ? p.norm_pages[row / p.rpp][row % p.rpp] : 0.f;
+#pragma unroll
+                    for (int nt = 0; nt < NTL; nt++)
+#pragma unroll
+                        for (int e = 0; e < 2; e++) {
+                            uint32_t q = q0 + wn0 + nt * 8 + 2 * t + e;
+                            if (in && q < p.nq)
+                                emit<MODE>(p, row, row, q, acc[mt][nt][h * 2 + e], nv, el, thv[nt][e]);
+                            acc[mt][nt][h * 2 + e] = 0.f;
+                        }
+                }
+        }
+    }
+    cp_async_wait<0>();
+}
+
 /* ------------------------------------------------------------------ exact float32 loop */
 
 /* CTA: BM rows x BN queries, 256 threads, each TM rows x TN queries (strided mapping),

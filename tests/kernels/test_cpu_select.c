@@ -1,7 +1,7 @@
 /* test_cpu_select.c: white-box tests of the CPU backend's helpers (cpu_internal.h): the
  * candidate encoding orders like (key descending, row ascending), both sorts equal qsort,
  * bin membership agrees with the explicit edges for adversarial ranges and values, the slot
- * selection equals a full sort, and the fast tile conversion equals the scalar one. */
+ * selection equals a full sort. */
 #include <criterion/criterion.h>
 #include <float.h>
 #include <math.h>
@@ -189,28 +189,4 @@ Test(cpu_select, slot_selection_equals_full_sort) {
     free(want);
     free(top);
     free(tmp);
-}
-
-Test(cpu_select, fast_tile_conversion_is_exact) {
-    uint16_t *h = malloc(65536 * sizeof *h);
-    float *fast = malloc(65536 * sizeof *fast), *slow = malloc(65536 * sizeof *slow);
-    cr_assert(h && fast && slow);
-    for (uint32_t i = 0; i < 65536; i++) h[i] = (uint16_t)i;
-    for (int dt = SIEVE_DTYPE_F16; dt <= SIEVE_DTYPE_BF16; dt++)
-        for (size_t off = 0; off < 3; off++) { /* unaligned starts and odd tails */
-            size_t n = 65536 - off;
-            sieve__cpu_to_f32((sieve_dtype)dt, h + off, fast, n);
-            sieve_convert_to_f32((sieve_dtype)dt, h + off, slow, n);
-            for (size_t i = 0; i < n; i++) {
-                if (isnan(slow[i])) {
-                    cr_assert(isnan(fast[i]), "dtype %d pattern 0x%04zx", dt, i + off);
-                    continue;
-                }
-                cr_assert_eq(memcmp(&fast[i], &slow[i], 4), 0, "dtype %d pattern 0x%04zx: %a vs %a",
-                             dt, i + off, fast[i], slow[i]);
-            }
-        }
-    free(h);
-    free(fast);
-    free(slow);
 }

@@ -4,6 +4,7 @@
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "kt_util.h"
@@ -166,13 +167,88 @@ Test(dtype, convert_arrays_and_sqnorm) {
     for (int i = 0; i < 7; i++) cr_assert_eq(f32_bits(back[i]), f32_bits(sieve_f16_to_f32(h[i])));
     sieve_convert_from_f32(SIEVE_DTYPE_F32, src, f, 7);
     cr_assert_eq(memcmp(f, src, sizeof f), 0);
-    /* |x|^2 from the stored (rounded) values, float32 fmaf in index order */
-    float v[3] = {3.0f, 4.0f, 0.1f};
-    uint16_t vh[3];
-    sieve_convert_from_f32(SIEVE_DTYPE_F16, v, vh, 3);
-    float t = sieve_f16_to_f32(vh[2]);
-    float want = fmaf(t, t, fmaf(4.0f, 4.0f, fmaf(3.0f, 3.0f, 0.0f)));
-    cr_assert_eq(sieve_row_sqnorm(SIEVE_DTYPE_F16, vh, 3), want);
+}
+
+/* The array conversions (F16C where the CPU has it) equal the scalar ones: to float32 on all
+ * 65536 patterns at unaligned starts, to float16 on random finite values and every midpoint. */
+Test(dtype, array_conversions_equal_scalar) {
+    uint16_t *h = malloc(65536 * sizeof *h);
+    float *fast = malloc(65536 * sizeof *fast);
+    cr_assert(h && fast);
+    for (uint32_t i = 0; i < 65536; i++) h[i] = (uint16_t)i;
+    for (int dt = SIEVE_DTYPE_F16; dt <= SIEVE_DTYPE_BF16; dt++)
+        for (size_t off = 0; off < 3; off++) {
+            size_t n = 65536 - off;
+            sieve_convert_to_f32((sieve_dtype)dt, h + off, fast, n);
+            for (size_t i = 0; i < n; i++) {
+                uint16_t p = (uint16_t)(i + off);
+                float want = dt == SIEVE_DTYPE_F16 ? sieve_f16_to_f32(p) : sieve_bf16_to_f32(p);
+                if (isnan(want)) cr_assert(isnan(fast[i]), "dtype %d pattern 0x%04x", dt, p);
+                else
+                    cr_assert_eq(f32_bits(fast[i]), f32_bits(want), "dtype %d pattern 0x%04x", dt,
+                                 p);
+            }
+        }
+    kt_rng r = {404};
+    float *x = malloc(65536 * sizeof *x);
+    cr_assert_not_null(x);
+    size_t n = 0;
+    for (uint32_t p = 0; p < 0x7bff; p++) { /* midpoints between neighbouring float16 values */
+        double mid = (f16_value((uint16_t)p) + f16_value((uint16_t)(p + 1))) / 2;
+        if ((double)(float)mid == mid) x[n++] = (float)mid;
+    }
+    while (n < 65536) {
+        uint32_t e = (uint32_t)(100 + kt_next(&r) % 46);
+        uint32_t u = ((uint32_t)kt_next(&r) & 0x807fffffu) | (e << 23);
+        x[n++] = bits_f32(u);
+    }
+    for (int dt = SIEVE_DTYPE_F16; dt <= SIEVE_DTYPE_BF16; dt++) {
+        sieve_convert_from_f32((sieve_dtype)dt, x + 1, h, n - 1);
+        for (size_t i = 0; i + 1 < n; i++) {
+            float v = x[i + 1];
+            uint16_t want = dt == SIEVE_DTYPE_F16 ? sieve_f32_to_f16(v) : sieve_f32_to_bf16(v);
+            cr_assert_eq(h[i], want, "dtype %d value %a: 0x%04x, want 0x%04x", dt, v, h[i], want);
+        }
+    }
+    free(h);
+    free(fast);
+    free(x);
+}
+
+/* |x|^2 of a stored row, in the documented order: element i in lane i % 8 (fmaf in index
+ * order), lanes combined ((0+1)+(2+3))+((4+5)+(6+7)), from the stored (rounded) values. */
+static float sqnorm_documented(sieve_dtype dtype, const void *row, uint32_t dim) {
+    float s[8] = {0};
+    for (uint32_t i = 0; i < dim; i++) {
+        float v;
+        if (dtype == SIEVE_DTYPE_F32) memcpy(&v, (const char *)row + 4 * (size_t)i, 4);
+        else {
+            uint16_t u;
+            memcpy(&u, (const char *)row + 2 * (size_t)i, 2);
+            v = dtype == SIEVE_DTYPE_F16 ? sieve_f16_to_f32(u) : sieve_bf16_to_f32(u);
+        }
+        s[i % 8] = fmaf(v, v, s[i % 8]);
+    }
+    return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
+}
+
+Test(dtype, row_sqnorm_order) {
+    kt_rng r = {77};
+    const uint32_t dims[] = {1, 3, 8, 20, 64, 100, 129, 768};
+    float x[768];
+    uint32_t stored[768];
+    for (size_t di = 0; di < sizeof dims / sizeof dims[0]; di++)
+        for (int dt = 0; dt < 3; dt++)
+            for (int rep = 0; rep < 20; rep++) {
+                uint32_t dim = dims[di];
+                for (uint32_t i = 0; i < dim; i++) x[i] = kt_gauss(&r) * (rep % 2 ? 1e-3f : 3.0f);
+                sieve_convert_from_f32((sieve_dtype)dt, x, stored, dim);
+                float got = sieve_row_sqnorm((sieve_dtype)dt, stored, dim);
+                float want = sqnorm_documented((sieve_dtype)dt, stored, dim);
+                cr_assert_eq(f32_bits(got), f32_bits(want), "dtype %d dim %u: %a, want %a", dt, dim,
+                             got, want);
+            }
+    float v[2] = {3.0f, 4.0f};
     cr_assert_eq(sieve_row_sqnorm(SIEVE_DTYPE_F32, v, 2), 25.0f);
 }
 

@@ -566,3 +566,41 @@ Test(knn_sampled, large_k) {
     cr_assert_gt(st.path_count[SIEVE_PATH_CERTIFIED], 0);
     sieve_device_close(dev);
 }
+
+/* SIEVE_SEARCH_RAW_KEYS reports the ranking key for every metric, on both paths; for Euclid
+ * sieve_euclid_distance of the raw key is, bit for bit, the distance a normal call reports,
+ * and the rows are the same. */
+Test(knn_flags, raw_keys) {
+    sieve_device *dev = open_cpu("cpu:2");
+    uint64_t n = 40000;
+    uint32_t dim = 24, nq = 8, k = 20;
+    float *rows = kt_make_rows(KT_CLUSTER, n, dim, 41);
+    float *q = kt_make_queries(KT_CLUSTER, nq, dim, 42);
+    kt_matrix t;
+    kt_matrix_build(&t, SIEVE_DTYPE_F16, dim, n, 256, rows);
+    int64_t r0[160], r1[160];
+    float s0[160], s1[160];
+    for (int me = 0; me < 3; me++) {
+        sieve_search_params p;
+        sieve_search_params_init(&p, (sieve_metric)me, k);
+        kt_check_fused_vs_oracle(dev, &t.m, q, nq, &p, "reported", NULL, r0, s0, NULL, NULL);
+        p.flags |= SIEVE_SEARCH_RAW_KEYS;
+        kt_check_fused_vs_oracle(dev, &t.m, q, nq, &p, "raw keys", NULL, r1, s1, NULL, NULL);
+        cr_assert_eq(memcmp(r0, r1, sizeof r0), 0, "%s: raw keys changed the rows",
+                     sieve_metric_name(p.metric));
+        for (uint32_t j = 0; j < nq; j++)
+            for (uint32_t i = 0; i < k; i++) {
+                float raw = s1[j * k + i];
+                float want = me == SIEVE_METRIC_EUCLID
+                                 ? sieve_euclid_distance(q + (size_t)j * dim, dim, raw)
+                                 : raw;
+                cr_assert_eq(memcmp(&want, &s0[j * k + i], 4), 0,
+                             "%s query %u rank %u: raw key %.9g gives %.9g, reported %.9g",
+                             sieve_metric_name(p.metric), j, i, raw, want, s0[j * k + i]);
+            }
+    }
+    kt_matrix_free(&t);
+    free(rows);
+    free(q);
+    sieve_device_close(dev);
+}
