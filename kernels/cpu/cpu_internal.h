@@ -128,6 +128,10 @@ static inline float sieve__cpu_cand_key(uint64_t c) {
  * (introsort). */
 void sieve__cpu_sort_u64(uint64_t *a, size_t n, uint64_t *tmp);
 
+/* Leaves the j smallest of a[0..n) sorted ascending in a[0..j) (the rest in any order): a
+ * full sort when j is a large share of n, else an in-place quickselect first. tmp as above. */
+void sieve__cpu_smallest_u64(uint64_t *a, size_t n, size_t j, uint64_t *tmp);
+
 /* ---------------------------------------------------------------- bins */
 
 /* SIEVE__NBINS equal-width bins over [lo, hi]: bin b holds keys x with edge[b] <= x <

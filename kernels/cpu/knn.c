@@ -420,7 +420,7 @@ static int select_gated(call *c, uint32_t w, uint32_t q, uint64_t *out, size_t *
     }
     if (nt != above || m != hist[b]) return SIEVE_EINTERNAL;
     uint64_t *tmp = worker_tmp(c, w);
-    sieve__cpu_sort_u64(tb, m, tmp);
+    sieve__cpu_smallest_u64(tb, m, pl->k - nt, tmp); /* only the threshold bin is sorted */
     memcpy(out + nt, tb, (size_t)(pl->k - nt) * sizeof *out);
     sieve__cpu_sort_u64(out, pl->k, pl->work >= pl->k ? tmp : NULL);
     *count = pl->k;

@@ -123,6 +123,44 @@ void sieve__cpu_sort_u64(uint64_t *a, size_t n, uint64_t *tmp) {
     intro_sort(a, n, depth);
 }
 
+void sieve__cpu_smallest_u64(uint64_t *a, size_t n, size_t j, uint64_t *tmp) {
+    if (j >= n || j * 4 >= n) {
+        sieve__cpu_sort_u64(a, n, tmp);
+        return;
+    }
+    if (j == 0) return;
+    /* Quickselect on [lo, hi) until the range holding the j-th smallest is short, then sort
+     * it; past the depth limit, sort the remaining range (always correct). */
+    size_t lo = 0, hi = n;
+    int depth = 0;
+    for (size_t m = n; m > 1; m >>= 1) depth += 2;
+    while (hi - lo > 24) {
+        if (depth-- == 0) {
+            sieve__cpu_sort_u64(a + lo, hi - lo, NULL);
+            break;
+        }
+        size_t len = hi - lo;
+        uint64_t *b = a + lo;
+        uint64_t pivot = median3(b[0], b[len / 2], b[len - 1]);
+        size_t i = 0, k = len - 1;
+        for (;;) {
+            while (b[i] < pivot) i++;
+            while (b[k] > pivot) k--;
+            if (i >= k) break;
+            uint64_t t = b[i];
+            b[i] = b[k];
+            b[k] = t;
+            i++;
+            k--;
+        }
+        size_t mid = lo + k + 1; /* [lo, mid) <= pivot <= [mid, hi) */
+        if (j <= mid) hi = mid; /* keeps lo < j <= hi, and [0, lo) <= [lo, n) */
+        else lo = mid;
+    }
+    if (hi - lo <= 24) insertion_sort(a + lo, hi - lo);
+    sieve__cpu_sort_u64(a, j, tmp);
+}
+
 /* ---------------------------------------------------------------- bins */
 
 void sieve__cpu_bins_init(sieve__cpu_bins *b, float lo, float hi) {
@@ -195,7 +233,7 @@ size_t sieve__cpu_select_slot(uint64_t *slot, uint64_t n_rows, uint32_t k, uint6
         if (has_above && key >= up) top[nt++] = c;
         else if (key >= low) slot[m++] = c; /* m <= i: in place */
     }
-    sieve__cpu_sort_u64(slot, m, tmp_cap >= m ? tmp : NULL);
+    sieve__cpu_smallest_u64(slot, m, k - nt, tmp_cap >= m ? tmp : NULL);
     memcpy(top + nt, slot, (size_t)(k - nt) * sizeof *slot);
     sieve__cpu_sort_u64(top, k, tmp_cap >= k ? tmp : NULL);
     return k;

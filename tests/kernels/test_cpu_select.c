@@ -71,6 +71,35 @@ Test(cpu_select, sorts_equal_qsort) {
         }
 }
 
+Test(cpu_select, smallest_equals_qsort_prefix) {
+    kt_rng r = {8};
+    const size_t sizes[] = {1, 2, 30, 100, 1000, 5000};
+    for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++)
+        for (int pattern = 0; pattern < 4; pattern++)
+            for (size_t j = 0; j <= sizes[si]; j += 1 + sizes[si] / 13) {
+                size_t n = sizes[si];
+                uint64_t *a = malloc(n * sizeof *a), *want = malloc(n * sizeof *want);
+                uint64_t *tmp = malloc(n * sizeof *tmp);
+                cr_assert(a && want && tmp);
+                for (size_t i = 0; i < n; i++) {
+                    uint64_t v = kt_next(&r);
+                    if (pattern == 1) v %= 4;
+                    if (pattern == 2) v = i;
+                    if (pattern == 3) v = n - i;
+                    a[i] = want[i] = v;
+                }
+                qsort(want, n, sizeof *want, cmp_u64);
+                sieve__cpu_smallest_u64(a, n, j, pattern % 2 ? tmp : NULL);
+                cr_assert_eq(memcmp(a, want, j * sizeof *a), 0, "n=%zu j=%zu pattern %d", n, j,
+                             pattern);
+                qsort(a, n, sizeof *a, cmp_u64); /* nothing lost or duplicated */
+                cr_assert_eq(memcmp(a, want, n * sizeof *a), 0);
+                free(a);
+                free(want);
+                free(tmp);
+            }
+}
+
 /* bin(x) >= b exactly when x >= edge[b], for every b >= 1; edges are nondecreasing. */
 static void check_bins(float lo, float hi, kt_rng *r) {
     sieve__cpu_bins bins;
