@@ -10,9 +10,9 @@
  * the worker builds the reply and resumes the connection.
  * Must not: parse HTTP bodies (routes validate before submitting) or write to the store.
  *
- * Devices: on the CPU the snapshot's host matrix is searched in place. A CUDA device needs
- * the collection's pages resident in device memory; until the store's device page cache
- * exists, searches on a CUDA device fail with a clear 500 (see devmatrix()).
+ * Devices: on the CPU the snapshot's host matrix is searched in place. A CUDA device
+ * searches device copies of the pages kept by devcache.c (refreshed by page generation);
+ * SIEVE_DEVICE_COPY=1 makes the CPU take that path too, so tests cover it without a GPU.
  *
  * Thread-safety: submit may be called from any thread; everything else is internal.
  */
@@ -56,6 +56,7 @@ typedef struct worker {
     int is_cuda;
     atomic_ullong mem_used;     /* device memory in use, refreshed after each batch */
     sieve__query **batch;       /* batch_max slots */
+    sieve__devcache *cache;     /* device copies (CUDA, or forced); NULL = host view */
     mask_entry masks[MASK_CACHE];
     uint64_t tick;
 } worker;
@@ -270,9 +271,9 @@ static int get_mask(worker *w, sieve_snapshot *snap, const sieve__filter *f, con
 
 /* The matrix the device searches. The CPU searches the snapshot's host view directly. */
 static int devmatrix(worker *w, sieve_snapshot *snap, sieve_matrix *out) {
+    if (w->cache) return sieve__devcache_matrix(w->cache, snap, out);
     *out = *sieve_snapshot_matrix(snap);
-    if (sieve_device_get_kind(w->dev) == SIEVE_DEVICE_CPU) return 0;
-    return SIEVE_ENOTSUP;
+    return 0;
 }
 
 static int ensure_scratch(worker *w, const sieve_matrix *m, uint32_t nq,
@@ -364,6 +365,7 @@ static void run_group(worker *w, sieve_snapshot *snap, const sieve_matrix *base,
     if (g[0]->filter_key) {
         const uint64_t *mask = NULL;
         int rc = get_mask(w, snap, g[0]->filter, g[0]->filter_key, &mask, &eligible);
+        if (!rc && w->cache) rc = sieve__devcache_mask(w->cache, mask, info->rows, &mask);
         if (rc) {
             char msg[160];
             snprintf(msg, sizeof msg, "filter evaluation failed: %s", sieve_strerror(rc));
@@ -444,8 +446,8 @@ static void answer_batch(worker *w, const char *name, sieve__query **qs, size_t 
     if (rc) {
         char msg[200];
         snprintf(msg, sizeof msg, "cannot search on %s: %s%s", w->spec, sieve_strerror(rc),
-                 rc == SIEVE_ENOTSUP ? " (device-resident pages are not available yet; "
-                                       "start the server with --device cpu)" : "");
+                 rc == SIEVE_ENOMEM && w->cache ? " (the collection does not fit in device "
+                                                  "memory; try --device cpu)" : "");
         for (size_t i = 0; i < n; i++) query_fail(qs[i], 500, msg);
         goto out;
     }
@@ -494,6 +496,8 @@ static void *worker_main(void *arg) {
             sieve_device_info info;
             if (sieve_device_get_info(w->dev, &info) == 0 && info.memory_total >= info.memory_free)
                 atomic_store(&w->mem_used, info.memory_total - info.memory_free);
+        } else if (w->cache) {
+            atomic_store(&w->mem_used, sieve__devcache_bytes(w->cache));
         }
     }
     return NULL;
@@ -549,6 +553,10 @@ int sieve__batcher_create(sieve_server *s, const char *spec, sieve__batcher **ou
             if (w->is_cuda && info.memory_total >= info.memory_free)
                 atomic_store(&w->mem_used, info.memory_total - info.memory_free);
         }
+        if (w->is_cuda || s->cfg.device_copy) {
+            rc = sieve__devcache_create(w->dev, &w->cache);
+            if (rc) break;
+        }
         p = comma ? comma + 1 : p + len;
     }
     if (!rc) {
@@ -578,6 +586,7 @@ void sieve__batcher_destroy(sieve__batcher *b) {
         worker *w = &b->workers[i];
         if (w->started) pthread_join(w->thread, NULL);
         mask_cache_clear(w);
+        sieve__devcache_destroy(w->cache);
         if (w->dev) {
             sieve_device_free(w->dev, w->scratch);
             sieve_device_close(w->dev);
