@@ -37,6 +37,7 @@ typedef struct route_def {
     int write; /* changes data: the read-only key gets 403 */
     int open;  /* no api key needed */
     int body;
+    int raw;   /* the handler reads req->body itself (no jansson tree) */
 } route_def;
 
 static const route_def routes[SIEVE_R_COUNT] = {
@@ -54,7 +55,7 @@ static const route_def routes[SIEVE_R_COUNT] = {
     [SIEVE_R_COLL_EXISTS] = {"GET /collections/{name}/exists", sieve__route_coll_exists, 0, 0,
                              BODY_NONE},
     [SIEVE_R_POINTS_UPSERT] = {"PUT /collections/{name}/points", sieve__route_points_upsert,
-                               1, 0, BODY_REQUIRED},
+                               1, 0, BODY_REQUIRED, 1},
     [SIEVE_R_POINTS_RETRIEVE] = {"POST /collections/{name}/points",
                                  sieve__route_points_retrieve, 0, 0, BODY_REQUIRED},
     [SIEVE_R_POINT_GET] = {"GET /collections/{name}/points/{id}", sieve__route_point_get, 0, 0,
@@ -206,6 +207,15 @@ static enum MHD_Result send_reply(sieve__req *req) {
 static void dispatch(sieve__req *req) {
     const route_def *rd = &routes[req->route];
     json_t *body = NULL;
+    if (rd->raw) {
+        if (!req->body.len) {
+            sieve__reply_error(req, 400, "request body: expected a JSON object, got an empty "
+                                         "body");
+            return;
+        }
+        rd->fn(req, NULL);
+        return;
+    }
     if (rd->body != BODY_NONE && req->body.len) {
         json_error_t je;
         body = json_loadb(req->body.p, req->body.len, JSON_REJECT_DUPLICATES, &je);

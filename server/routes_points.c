@@ -7,6 +7,7 @@
  * Must not: search (routes_search.c and the batcher do).
  */
 #define _POSIX_C_SOURCE 200809L
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,164 +33,69 @@ static void reply_store_error(sieve__req *req, int rc, const char *what) {
 
 /* ---------------------------------------------------------------- upsert */
 
-typedef struct upsert_buf {
-    sieve_point *points;
-    float *vectors;
-    char **payloads;
-    size_t n;
-} upsert_buf;
-
-static void upsert_buf_free(upsert_buf *u) {
-    for (size_t i = 0; u->payloads && i < u->n; i++) free(u->payloads[i]);
-    free(u->payloads);
-    free(u->points);
-    free(u->vectors);
-}
-
-static int upsert_buf_alloc(upsert_buf *u, size_t n, uint32_t dim, sieve__err *e) {
-    memset(u, 0, sizeof *u);
-    size_t m = n ? n : 1;
-    if (m > SIZE_MAX / ((size_t)dim * sizeof(float))) return sieve__fail(e, 413, "too many points");
-    u->points = calloc(m, sizeof *u->points);
-    u->vectors = malloc(m * dim * sizeof(float));
-    u->payloads = calloc(m, sizeof *u->payloads);
-    u->n = n;
-    if (!u->points || !u->vectors || !u->payloads) return sieve__fail(e, 500, "out of memory");
-    return 0;
-}
-
-/* A point's vector: a plain array, or {"": [...]} (the unnamed vector by name). */
-static int point_vector(const json_t *v, const char *path, uint32_t dim, float *out,
-                        sieve__err *e) {
-    if (!v) return sieve__fail(e, 400, "%s: required (an array of %u numbers)", path, dim);
-    if (json_is_object(v) && json_object_size(v) == 1 && json_object_get(v, "")) {
-        char f[300];
-        sieve__pathf(f, sizeof f, "%s[\"\"]", path);
-        return sieve__jv_vector(json_object_get(v, ""), f, dim, out, e);
+/* What the store would refuse with SIEVE_ERANGE, found here so the message can name the
+ * field: a value that overflows the collection's 16-bit dtype, or a squared norm that
+ * overflows float32 (Euclid needs it). Cosine vectors are normalised first, so they fit. */
+static int check_storable(const sieve_collection_config *c, const float *v, const char *path,
+                          void *tmp, sieve__err *e) {
+    if (c->metric == SIEVE_METRIC_COSINE) return 0;
+    sieve_convert_from_f32(c->dtype, v, tmp, c->dim);
+    if (c->dtype != SIEVE_DTYPE_F32) {
+        const uint16_t *h = tmp;
+        uint16_t expmask = c->dtype == SIEVE_DTYPE_F16 ? 0x7c00u : 0x7f80u;
+        for (uint32_t i = 0; i < c->dim; i++)
+            if ((h[i] & expmask) == expmask)
+                return sieve__fail(e, 400, "%s[%u]: %g does not fit the collection's %s "
+                                           "vectors (largest magnitude %s)", path, i,
+                                   (double)v[i], sieve_dtype_name(c->dtype),
+                                   c->dtype == SIEVE_DTYPE_F16 ? "65504" : "3.39e38");
     }
-    return sieve__jv_vector(v, path, dim, out, e);
-}
-
-static int point_payload(const json_t *p, const char *path, char **out, sieve__err *e) {
-    *out = NULL;
-    if (!p) return 0;
-    if (!json_is_object(p))
-        return sieve__fail(e, 400, "%s: expected an object, got %s", path, sieve__jv_type(p));
-    *out = json_dumps(p, JSON_COMPACT);
-    if (!*out) return sieve__fail(e, 500, "out of memory");
+    if (!isfinite(sieve_row_sqnorm(c->dtype, tmp, c->dim)))
+        return sieve__fail(e, 400, "%s: the squared length overflows float32 (values too large "
+                                   "for a %s collection)", path, sieve_metric_name(c->metric));
     return 0;
 }
 
-static int parse_points_list(const json_t *arr, uint32_t dim, upsert_buf *u, sieve__err *e) {
-    static const char *const keys[] = {"id", "vector", "payload", NULL};
-    if (!json_is_array(arr))
-        return sieve__fail(e, 400, "points: expected an array of {\"id\", \"vector\", "
-                                   "\"payload\"} objects, got %s", sieve__jv_type(arr));
-    size_t n = json_array_size(arr);
-    if (upsert_buf_alloc(u, n, dim, e)) return -1;
-    for (size_t i = 0; i < n; i++) {
-        json_t *p = json_array_get(arr, i);
-        char path[64], f[96];
-        sieve__pathf(path, sizeof path, "points[%zu]", i);
-        if (!json_is_object(p))
-            return sieve__fail(e, 400, "%s: expected an object with id, vector and payload, "
-                                       "got %s", path, sieve__jv_type(p));
-        if (sieve__jv_keys(p, path, keys, NULL, e)) return -1;
-        json_t *id = sieve__jv_get(p, "id");
-        sieve__pathf(f, sizeof f, "%s.id", path);
-        if (!id) return sieve__fail(e, 400, "%s: required (an unsigned integer or a UUID)", f);
-        if (sieve__jv_id(id, f, &u->points[i].id, e)) return -1;
-        sieve__pathf(f, sizeof f, "%s.vector", path);
-        float *vec = u->vectors + i * dim;
-        if (point_vector(sieve__jv_get(p, "vector"), f, dim, vec, e)) return -1;
-        u->points[i].vector = vec;
-        sieve__pathf(f, sizeof f, "%s.payload", path);
-        if (point_payload(sieve__jv_get(p, "payload"), f, &u->payloads[i], e)) return -1;
-        u->points[i].payload = u->payloads[i];
-        u->points[i].payload_len = u->payloads[i] ? strlen(u->payloads[i]) : 0;
-    }
-    return 0;
-}
-
-static int parse_batch(const json_t *b, uint32_t dim, upsert_buf *u, sieve__err *e) {
-    static const char *const keys[] = {"ids", "vectors", "payloads", NULL};
-    if (!json_is_object(b))
-        return sieve__fail(e, 400, "batch: expected {\"ids\": [...], \"vectors\": [...], "
-                                   "\"payloads\": [...]}, got %s", sieve__jv_type(b));
-    if (sieve__jv_keys(b, "batch", keys, NULL, e)) return -1;
-    json_t *ids = sieve__jv_get(b, "ids"), *vecs = sieve__jv_get(b, "vectors"),
-           *pays = sieve__jv_get(b, "payloads");
-    if (!json_is_array(ids))
-        return sieve__fail(e, 400, "batch.ids: expected an array of point ids, got %s",
-                           sieve__jv_type(ids));
-    size_t n = json_array_size(ids);
-    if (!json_is_array(vecs))
-        return sieve__fail(e, 400, "batch.vectors: expected an array of %zu vectors, got %s",
-                           n, json_is_object(vecs) ? "an object (named vectors are not "
-                                                     "supported)" : sieve__jv_type(vecs));
-    if (json_array_size(vecs) != n)
-        return sieve__fail(e, 400, "batch.vectors: expected %zu vectors (one per id), got %zu",
-                           n, json_array_size(vecs));
-    if (pays && !json_is_array(pays))
-        return sieve__fail(e, 400, "batch.payloads: expected an array of objects, got %s",
-                           sieve__jv_type(pays));
-    if (pays && json_array_size(pays) != n)
-        return sieve__fail(e, 400, "batch.payloads: expected %zu payloads (one per id), got "
-                                   "%zu", n, json_array_size(pays));
-    if (upsert_buf_alloc(u, n, dim, e)) return -1;
-    for (size_t i = 0; i < n; i++) {
-        char f[64];
-        sieve__pathf(f, sizeof f, "batch.ids[%zu]", i);
-        if (sieve__jv_id(json_array_get(ids, i), f, &u->points[i].id, e)) return -1;
-        sieve__pathf(f, sizeof f, "batch.vectors[%zu]", i);
-        float *vec = u->vectors + i * dim;
-        if (sieve__jv_vector(json_array_get(vecs, i), f, dim, vec, e)) return -1;
-        u->points[i].vector = vec;
-        if (pays) {
-            json_t *p = json_array_get(pays, i);
-            sieve__pathf(f, sizeof f, "batch.payloads[%zu]", i);
-            if (point_payload(json_is_null(p) ? NULL : p, f, &u->payloads[i], e)) return -1;
-            u->points[i].payload = u->payloads[i];
-            u->points[i].payload_len = u->payloads[i] ? strlen(u->payloads[i]) : 0;
-        }
-    }
-    return 0;
-}
-
+/* The body is parsed by upsert_parse.c straight from req->body (no jansson tree). */
 void sieve__route_points_upsert(sieve__req *req, json_t *body) {
-    static const char *const keys[] = {"points", "batch", NULL};
-    static const char *const ignored[] = {"shard_key", NULL};
     sieve__err e;
-    upsert_buf u;
+    sieve__upsert u;
     memset(&u, 0, sizeof u);
     sieve_collection_info info;
     if (sieve__collection_info(req, &info, &e)) goto fail;
-    if (sieve__jv_keys(body, "", keys, ignored, &e)) goto fail;
-    if (sieve__jv_get(body, "update_filter")) {
-        sieve__fail(&e, 400, "update_filter: conditional updates are not supported");
-        goto fail;
-    }
-    json_t *pts = sieve__jv_get(body, "points"), *batch = sieve__jv_get(body, "batch");
-    if (!!pts == !!batch) {
-        sieve__fail(&e, 400, "request body: expected exactly one of \"points\" (a list of "
-                             "points) or \"batch\" (columns ids/vectors/payloads)");
-        goto fail;
-    }
     uint32_t dim = info.config.dim;
-    if (pts ? parse_points_list(pts, dim, &u, &e) : parse_batch(batch, dim, &u, &e)) goto fail;
+    if (sieve__upsert_parse(req->body.p, req->body.len, dim, &u, &e)) goto fail;
+    sieve__sbuf_free(&req->body);
+    if (u.n && info.config.metric != SIEVE_METRIC_COSINE) {
+        void *tmp = malloc((size_t)dim * sizeof(float));
+        if (!tmp) {
+            sieve__fail(&e, 500, "out of memory");
+            goto fail;
+        }
+        for (size_t i = 0; i < u.n; i++) {
+            char path[64];
+            if (u.batch_form) sieve__pathf(path, sizeof path, "batch.vectors[%zu]", i);
+            else sieve__pathf(path, sizeof path, "points[%zu].vector", i);
+            if (check_storable(&info.config, u.points[i].vector, path, tmp, &e)) {
+                free(tmp);
+                goto fail;
+            }
+        }
+        free(tmp);
+    }
     if (u.n) {
         int rc = sieve_store_upsert(req->srv->store, req->name, u.points, u.n);
         if (rc) {
-            upsert_buf_free(&u);
+            sieve__upsert_free(&u);
             reply_store_error(req, rc, "upsert");
             return;
         }
     }
-    upsert_buf_free(&u);
+    sieve__upsert_free(&u);
     reply_update(req);
     return;
 fail:
-    upsert_buf_free(&u);
+    sieve__upsert_free(&u);
     sieve__reply_err(req, &e);
 }
 

@@ -276,6 +276,25 @@ int sieve__psel_write(const sieve__psel *p, const char *json, size_t len, sieve_
 int sieve__jv_with_vector(const json_t *j, const char *path, int def, int *out,
                           sieve__err *e);
 
+/* ---------------------------------------------------------------- upsert bodies (upsert_parse.c) */
+
+/* Points parsed from an upsert body: n points whose vectors live in vectors (n x dim) and
+ * whose payloads are compact JSON strings (NULL when none). */
+typedef struct sieve__upsert {
+    sieve_point *points;
+    float *vectors;
+    char **payloads;
+    size_t n, cap;
+    int batch_form;  /* 1: came as {"batch": ...}; 0: {"points": [...]} */
+} sieve__upsert;
+
+/* Parses {"points": [...]} or {"batch": {...}} (len bytes at body, NUL-terminated) for a
+ * collection of dim. 0, or -1 with e filled (400 naming the field, 413, 500). u must be
+ * freed with sieve__upsert_free either way. */
+int sieve__upsert_parse(const char *body, size_t len, uint32_t dim, sieve__upsert *u,
+                        sieve__err *e);
+void sieve__upsert_free(sieve__upsert *u);
+
 /* ---------------------------------------------------------------- filters (filter.c) */
 
 typedef struct sieve__filter sieve__filter;

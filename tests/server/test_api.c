@@ -307,6 +307,25 @@ Test(points, bad_upserts_name_the_field_and_write_nothing) {
     }
     go("PUT", "/collections/none/points", "{\"points\":[{\"id\":1,\"vector\":[1,2,3]}]}");
     EXPECT_ERROR(404, "none");
+
+    /* Values the collection's storage cannot hold. */
+    go("PUT", "/collections/h", "{\"vectors\":{\"size\":2,\"distance\":\"Dot\",\"datatype\":"
+                                "\"float16\"}}");
+    ok_result();
+    go("PUT", "/collections/h/points", "{\"points\":[{\"id\":1,\"vector\":[1,2]},{\"id\":2,"
+                                       "\"vector\":[1,70000]}]}");
+    EXPECT_ERROR(400, "points[1].vector[1]");
+    cr_assert(strstr(th_error(&R), "float16"), "%s", th_error(&R));
+    cr_assert_eq(api_count("h"), 0);
+    go("PUT", "/collections/e", "{\"vectors\":{\"size\":2,\"distance\":\"Euclid\"}}");
+    ok_result();
+    go("PUT", "/collections/e/points", "{\"batch\":{\"ids\":[1,2],\"vectors\":[[1,2],[3e20,3e20]]}}");
+    EXPECT_ERROR(400, "batch.vectors[1]");
+    cr_assert_eq(api_count("e"), 0);
+    /* Cosine normalises first: large values are fine there. */
+    go("PUT", "/collections/p/points", "{\"points\":[{\"id\":1,\"vector\":[3e20,3e20,1]}]}");
+    ok_result();
+    cr_assert_eq(api_count("p"), 1);
     stop_ok();
 }
 
