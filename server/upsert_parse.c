@@ -587,8 +587,7 @@ static int parse_point(parser *ps, size_t i, uint32_t dim, sieve__upsert *u) {
         return ferr(ps, "%s.id: required (an unsigned integer or a UUID)", path);
     if (!(seen & 2))
         return ferr(ps, "%s.vector: required (an array of %u numbers)", path, dim);
-    pt->vector = vec;
-    pt->payload = u->payloads[i];
+    pt->payload = u->payloads[i]; /* vector pointers are set at the end: vectors may move */
     pt->payload_len = u->payloads[i] ? strlen(u->payloads[i]) : 0;
     return 0;
 }
@@ -779,5 +778,6 @@ int sieve__upsert_parse(const char *body, size_t len, uint32_t dim, sieve__upser
     if (!which)
         return sieve__fail(e, 400, "request body: expected exactly one of \"points\" (a list of "
                                    "points) or \"batch\" (columns ids/vectors/payloads)");
+    for (size_t i = 0; i < u->n; i++) u->points[i].vector = u->vectors + i * dim;
     return 0;
 }

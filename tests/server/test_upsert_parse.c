@@ -78,6 +78,47 @@ Test(upsert_parse, numbers_match_jansson_exactly) {
     free(body);
 }
 
+/* Many points: the arrays grow (and move) while parsing; every vector must still be right. */
+Test(upsert_parse, many_points_in_both_forms) {
+    enum { DIM = 5, N = 1500 };
+    for (int form = 0; form < 2; form++) {
+        char *body = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&body, &len);
+        if (form == 0) {
+            fprintf(f, "{\"points\":[");
+            for (int i = 0; i < N; i++)
+                fprintf(f, "%s{\"id\":%d,\"vector\":[%d,1,2,3,%d],\"payload\":{\"i\":%d}}",
+                        i ? "," : "", i, i, -i, i);
+            fprintf(f, "]}");
+        } else {
+            fprintf(f, "{\"batch\":{\"vectors\":[");
+            for (int i = 0; i < N; i++) fprintf(f, "%s[%d,1,2,3,%d]", i ? "," : "", i, -i);
+            fprintf(f, "],\"payloads\":[");
+            for (int i = 0; i < N; i++) fprintf(f, "%s{\"i\":%d}", i ? "," : "", i);
+            fprintf(f, "],\"ids\":[");
+            for (int i = 0; i < N; i++) fprintf(f, "%s%d", i ? "," : "", i);
+            fprintf(f, "]}}");
+        }
+        fclose(f);
+        sieve__upsert u;
+        sieve__err e = {0};
+        cr_assert_eq(sieve__upsert_parse(body, len, DIM, &u, &e), 0, "%s", e.msg);
+        cr_assert_eq(u.n, N);
+        for (int i = 0; i < N; i++) {
+            cr_assert_eq(u.points[i].id.num, (uint64_t)i);
+            cr_assert_eq(u.points[i].vector[0], (float)i, "form %d point %d", form, i);
+            cr_assert_eq(u.points[i].vector[4], (float)-i, "form %d point %d", form, i);
+            char want[32];
+            snprintf(want, sizeof want, "{\"i\":%d}", i);
+            cr_assert_str_eq(u.points[i].payload, want);
+            cr_assert_eq(u.points[i].payload_len, strlen(want));
+        }
+        sieve__upsert_free(&u);
+        free(body);
+    }
+}
+
 Test(upsert_parse, points_form_ids_payloads_and_escapes) {
     const char *body =
         " { \"points\" : [ {\"payload\":{\"s\":\"a\\u00e9\\ud83d\\ude00\\n\",\"n\":[1,{\"x\":null}]},"
