@@ -1,6 +1,8 @@
 /* tcommon.h: shared fixture and assertion helpers of the sieve-server suites.
  * Each Criterion test runs in its own process, so the one static server here is private
- * to a test. Every test ends with stop_ok(), which asserts a clean SIGTERM shutdown. */
+ * to a test. Every test ends with stop_ok(), which asserts a clean SIGTERM shutdown.
+ * The suites set no Criterion .timeout: with --jobs 2 the runner leaks its timeout records
+ * (LeakSanitizer fails the run); ctest's TIMEOUT bounds the whole binary instead. */
 #ifndef SIEVE_TEST_TCOMMON_H
 #define SIEVE_TEST_TCOMMON_H
 

@@ -3,11 +3,11 @@
 #define _GNU_SOURCE /* vasprintf, open_memstream */
 #include "tcommon.h"
 
-TestSuite(service, .init = fixture_init, .fini = fixture_fini, .timeout = 300);
-TestSuite(collections, .init = fixture_init, .fini = fixture_fini, .timeout = 300);
-TestSuite(points, .init = fixture_init, .fini = fixture_fini, .timeout = 300);
-TestSuite(auth, .init = fixture_init, .fini = fixture_fini, .timeout = 300);
-TestSuite(limits, .init = fixture_init, .fini = fixture_fini, .timeout = 300);
+TestSuite(service, .init = fixture_init, .fini = fixture_fini);
+TestSuite(collections, .init = fixture_init, .fini = fixture_fini);
+TestSuite(points, .init = fixture_init, .fini = fixture_fini);
+TestSuite(auth, .init = fixture_init, .fini = fixture_fini);
+TestSuite(limits, .init = fixture_init, .fini = fixture_fini);
 
 /* ---------------------------------------------------------------- service */
 

@@ -10,7 +10,7 @@
 
 #include "tcommon.h"
 
-TestSuite(lifecycle, .init = fixture_init, .fini = fixture_fini, .timeout = 600);
+TestSuite(lifecycle, .init = fixture_init, .fini = fixture_fini);
 
 static double metric_value(const char *text, const char *name) {
     const char *p = text;

@@ -10,7 +10,7 @@
 #include "sieve_kernels.h"
 #include "tcommon.h"
 
-TestSuite(search, .init = fixture_init, .fini = fixture_fini, .timeout = 600);
+TestSuite(search, .init = fixture_init, .fini = fixture_fini);
 
 #define ID0 1000u
 
