@@ -30,3 +30,15 @@ int sieve__cuda_knn_materialized(void *ctx, const sieve_matrix *m, const float *
                                  sieve_search_stats *stats) {
     return SIEVE_ENODEV;
 }
+int sieve__cuda_fill_normal(void *ctx, void *dst, sieve_dtype dtype, size_t n, uint64_t seed,
+                            float scale) {
+    return SIEVE_ENODEV;
+}
+int sieve__cuda_row_sqnorms(void *ctx, sieve_dtype dtype, const void *rows, uint64_t n_rows,
+                            uint32_t dim, float *out) {
+    return SIEVE_ENODEV;
+}
+int sieve__cuda_fill_rows(void *ctx, void *dst, sieve_dtype dtype, uint64_t n_rows, uint32_t dim,
+                          int pattern, uint64_t seed) {
+    return SIEVE_ENODEV;
+}

@@ -237,3 +237,70 @@ int sieve_knn_materialized(sieve_device *dev, const sieve_matrix *m, const float
     return sieve__cpu_knn_materialized(dev, m, queries, n_queries, p, out_rows, out_scores,
                                        out_counts, stats);
 }
+
+/* ---------------------------------------------------------------- test/bench data */
+
+int sieve_device_fill_normal(sieve_device *dev, void *dst, sieve_dtype dtype, size_t n,
+                             uint64_t seed, float scale) {
+    if (!dev || (n && !dst) || sieve_dtype_size(dtype) == 0) return SIEVE_EINVAL;
+    if (dev->kind == SIEVE_DEVICE_CUDA)
+        return sieve__cuda_fill_normal(dev->cuda, dst, dtype, n, seed, scale);
+    for (size_t i = 0; i < n; i++) {
+        float v = sieve__normal_at(seed, i) * scale;
+        switch (dtype) {
+        case SIEVE_DTYPE_F32: ((float *)dst)[i] = v; break;
+        case SIEVE_DTYPE_F16: ((uint16_t *)dst)[i] = sieve_f32_to_f16(v); break;
+        case SIEVE_DTYPE_BF16: ((uint16_t *)dst)[i] = sieve_f32_to_bf16(v); break;
+        }
+    }
+    return 0;
+}
+
+int sieve_device_row_sqnorms(sieve_device *dev, sieve_dtype dtype, const void *rows,
+                             uint64_t n_rows, uint32_t dim, float *out) {
+    size_t esz = sieve_dtype_size(dtype);
+    if (!dev || esz == 0 || dim == 0 || (n_rows && (!rows || !out))) return SIEVE_EINVAL;
+    if (dev->kind == SIEVE_DEVICE_CUDA)
+        return sieve__cuda_row_sqnorms(dev->cuda, dtype, rows, n_rows, dim, out);
+    for (uint64_t r = 0; r < n_rows; r++)
+        out[r] = sieve_row_sqnorm(dtype, (const unsigned char *)rows + r * dim * esz, dim);
+    return 0;
+}
+
+static const char *const pattern_names[SIEVE_PATTERN_COUNT] = {
+    "normal", "ties", "dups", "sorted_asc", "sorted_desc", "outlier", "band"};
+
+const char *sieve_pattern_name(sieve_pattern pattern) {
+    return (unsigned)pattern < SIEVE_PATTERN_COUNT ? pattern_names[pattern] : NULL;
+}
+
+int sieve_pattern_parse(const char *name, sieve_pattern *out) {
+    if (!name || !out) return SIEVE_EINVAL;
+    for (int i = 0; i < SIEVE_PATTERN_COUNT; i++)
+        if (!strcmp(name, pattern_names[i])) {
+            *out = (sieve_pattern)i;
+            return 0;
+        }
+    return SIEVE_EINVAL;
+}
+
+int sieve_device_fill_rows(sieve_device *dev, void *dst, sieve_dtype dtype, uint64_t n_rows,
+                           uint32_t dim, sieve_pattern pattern, uint64_t seed) {
+    size_t esz = sieve_dtype_size(dtype);
+    if (!dev || esz == 0 || dim == 0 || (n_rows && !dst) ||
+        (unsigned)pattern >= SIEVE_PATTERN_COUNT)
+        return SIEVE_EINVAL;
+    if (dev->kind == SIEVE_DEVICE_CUDA)
+        return sieve__cuda_fill_rows(dev->cuda, dst, dtype, n_rows, dim, (int)pattern, seed);
+    for (uint64_t r = 0; r < n_rows; r++)
+        for (uint32_t i = 0; i < dim; i++) {
+            float v = sieve__pattern_at((int)pattern, seed, n_rows, dim, r, i);
+            size_t at = (size_t)(r * dim + i);
+            switch (dtype) {
+            case SIEVE_DTYPE_F32: ((float *)dst)[at] = v; break;
+            case SIEVE_DTYPE_F16: ((uint16_t *)dst)[at] = sieve_f32_to_f16(v); break;
+            case SIEVE_DTYPE_BF16: ((uint16_t *)dst)[at] = sieve_f32_to_bf16(v); break;
+            }
+        }
+    return 0;
+}

@@ -79,7 +79,7 @@ typedef struct sieve_device sieve_device;
 typedef struct sieve_device_info {
     sieve_device_kind kind;
     int ordinal;                /* CUDA device number, or -1 for the CPU */
-    char name[128];             /* "cpu (2 threads)" or the GPU's name */
+    char name[256];             /* "cpu (2 threads)" or the GPU's name */
     uint32_t threads;           /* CPU worker threads used by searches */
     uint64_t memory_total;      /* device memory in bytes (0 for the CPU) */
     uint64_t memory_free;       /* at the time of the call (0 for the CPU) */
@@ -115,6 +115,52 @@ int sieve_device_sync(sieve_device *dev);
 int sieve_host_alloc_pinned(sieve_device *dev, size_t bytes, void **out);
 void sieve_host_free_pinned(sieve_device *dev, void *ptr);
 
+/* Fills n values of dtype at dst (memory of dev) with a deterministic pseudo-random,
+ * approximately standard normal sequence times scale: value i depends only on (seed, i),
+ * and the CPU and CUDA devices produce identical values. For tests and benchmarks.
+ * Errors: SIEVE_EINVAL, SIEVE_EDEVICE. */
+int sieve_device_fill_normal(sieve_device *dev, void *dst, sieve_dtype dtype, size_t n,
+                             uint64_t seed, float scale);
+
+/* Synthetic row sets for tests and benchmarks, including the adversarial ones the
+ * exactness contract must survive. Row r, element i (n_rows x dim, g = the normal sequence
+ * of sieve_device_fill_normal):
+ *   NORMAL      g(r*dim+i)
+ *   TIES        g(i): every row identical, every key tied
+ *   DUPS        g((r/4)*dim+i): rows in groups of four identical rows
+ *   SORTED_ASC  element 0 = 8*r/n_rows, others 0.05*g(r*dim+i): keys of a query along
+ *               e0 rise with r (and tie where the dtype rounds neighbours together)
+ *   SORTED_DESC as SORTED_ASC with r replaced by n_rows-1-r
+ *   OUTLIER     NORMAL, with row n_rows/2 scaled by 1000
+ *   BAND        g(i) + 0.001*g(r*dim+i): every key in a narrow band
+ * Identical values on every device. */
+typedef enum sieve_pattern {
+    SIEVE_PATTERN_NORMAL = 0,
+    SIEVE_PATTERN_TIES = 1,
+    SIEVE_PATTERN_DUPS = 2,
+    SIEVE_PATTERN_SORTED_ASC = 3,
+    SIEVE_PATTERN_SORTED_DESC = 4,
+    SIEVE_PATTERN_OUTLIER = 5,
+    SIEVE_PATTERN_BAND = 6,
+} sieve_pattern;
+#define SIEVE_PATTERN_COUNT 7
+
+/* "normal", "ties", "dups", "sorted_asc", "sorted_desc", "outlier", "band" (NULL if bad). */
+const char *sieve_pattern_name(sieve_pattern pattern);
+/* 0 or SIEVE_EINVAL. */
+int sieve_pattern_parse(const char *name, sieve_pattern *out);
+
+/* Fills n_rows x dim values of dtype at dst (memory of dev) with pattern.
+ * Errors: SIEVE_EINVAL, SIEVE_EDEVICE. */
+int sieve_device_fill_rows(sieve_device *dev, void *dst, sieve_dtype dtype, uint64_t n_rows,
+                           uint32_t dim, sieve_pattern pattern, uint64_t seed);
+
+/* out[r] = sieve_row_sqnorm(row r) for n_rows contiguous rows of dim values at rows; rows
+ * and out are memory of dev. Bit-identical on every device.
+ * Errors: SIEVE_EINVAL, SIEVE_EDEVICE. */
+int sieve_device_row_sqnorms(sieve_device *dev, sieve_dtype dtype, const void *rows,
+                             uint64_t n_rows, uint32_t dim, float *out);
+
 /* ---------------------------------------------------------------- the stored matrix */
 
 /* A read-only view of a collection's rows, paged. Every pointer in it (the arrays
@@ -135,6 +181,30 @@ typedef struct sieve_matrix {
     const uint64_t *deleted;         /* optional: bit r set = row r is not a candidate */
     const uint64_t *allowed;         /* optional: bit r clear = row r is not a candidate */
 } sieve_matrix;
+
+/* A matrix whose memory the kernel module owns on one device: rows_per_page-row pages laid
+ * out contiguously (page p at rows + p * rows_per_page * dim elements, the last page full
+ * size), a contiguous |x|^2 array, optional deleted/allowed bitmaps, and the page tables, all
+ * in the device's memory. Used by tests, benchmarks and the device page cache.
+ * Not thread-safe; the owning device must outlive it. */
+typedef struct sieve_dev_matrix sieve_dev_matrix;
+
+/* Allocates an n_rows x dim matrix of dtype (contents undefined; norms zero).
+ * Errors: SIEVE_EINVAL, SIEVE_ENOMEM, SIEVE_EDEVICE. */
+int sieve_dev_matrix_create(sieve_device *dev, sieve_dtype dtype, uint64_t n_rows, uint32_t dim,
+                            uint32_t rows_per_page, sieve_dev_matrix **out);
+void sieve_dev_matrix_destroy(sieve_dev_matrix *dm);
+/* The view to search (valid until destroy or the next set_masks). */
+const sieve_matrix *sieve_dev_matrix_view(const sieve_dev_matrix *dm);
+/* Device pointers to the contiguous rows and norms (owned by dm). */
+void *sieve_dev_matrix_rows(sieve_dev_matrix *dm);
+float *sieve_dev_matrix_norms(sieve_dev_matrix *dm);
+/* Recomputes every row's |x|^2 on the device. Errors: as sieve_device_row_sqnorms. */
+int sieve_dev_matrix_update_norms(sieve_dev_matrix *dm);
+/* Copies host bitmaps (ceil(n_rows/64) words each; NULL clears that mask) to the device.
+ * Errors: SIEVE_ENOMEM, SIEVE_EDEVICE. */
+int sieve_dev_matrix_set_masks(sieve_dev_matrix *dm, const uint64_t *deleted,
+                               const uint64_t *allowed);
 
 /* ---------------------------------------------------------------- search */
 

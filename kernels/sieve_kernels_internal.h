@@ -7,6 +7,8 @@
 #ifndef SIEVE_KERNELS_INTERNAL_H
 #define SIEVE_KERNELS_INTERNAL_H
 
+#include <math.h>
+
 #include "sieve_kernels.h"
 
 #ifdef __cplusplus
@@ -64,6 +66,57 @@ int sieve__cuda_knn_materialized(void *ctx, const sieve_matrix *m, const float *
                                  uint32_t n_queries, const sieve_search_params *p,
                                  int64_t *out_rows, float *out_scores, uint32_t *out_counts,
                                  sieve_search_stats *stats);
+
+int sieve__cuda_fill_normal(void *ctx, void *dst, sieve_dtype dtype, size_t n, uint64_t seed,
+                            float scale);
+int sieve__cuda_row_sqnorms(void *ctx, sieve_dtype dtype, const void *rows, uint64_t n_rows,
+                            uint32_t dim, float *out);
+
+#ifdef __CUDACC__
+#define SIEVE__HD __host__ __device__
+#else
+#define SIEVE__HD
+#endif
+
+/* The value sieve_device_fill_normal puts at index i (shared by both backends; the scaling
+ * by 2^-24 is exact, so contraction into an fma cannot change the result). */
+static inline SIEVE__HD float sieve__normal_at(uint64_t seed, uint64_t i) {
+    uint64_t s = 0;
+    for (int r = 0; r < 4; r++) {
+        uint64_t x = seed * 0x9e3779b97f4a7c15ull + i * 4u + (uint64_t)r + 0x632be59bd9b4e019ull;
+        x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+        x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+        x ^= x >> 31;
+        s += x >> 40; /* 24-bit uniform */
+    }
+    /* Irwin-Hall(4): mean 2, variance 1/3; exact integer sum, one rounding to float */
+    return (float)(((double)s * (1.0 / 16777216.0) - 2.0) * 1.7320508075688772);
+}
+
+/* The value sieve_device_fill_rows puts at row r, element i. */
+static inline SIEVE__HD float sieve__pattern_at(int pattern, uint64_t seed, uint64_t n_rows,
+                                                uint32_t dim, uint64_t r, uint32_t i) {
+    uint64_t idx = r * dim + i;
+    switch (pattern) {
+    case 1: return sieve__normal_at(seed, i);
+    case 2: return sieve__normal_at(seed, (r / 4) * dim + i);
+    case 3:
+    case 4: {
+        uint64_t rr = pattern == 3 ? r : n_rows - 1 - r;
+        if (i == 0) return (float)(8.0 * (double)rr / (double)n_rows);
+        return 0.05f * sieve__normal_at(seed, idx);
+    }
+    case 5: {
+        float v = sieve__normal_at(seed, idx);
+        return r == n_rows / 2 ? v * 1000.0f : v;
+    }
+    case 6: return fmaf(0.001f, sieve__normal_at(seed, idx), sieve__normal_at(seed, i));
+    default: return sieve__normal_at(seed, idx);
+    }
+}
+
+int sieve__cuda_fill_rows(void *ctx, void *dst, sieve_dtype dtype, uint64_t n_rows, uint32_t dim,
+                          int pattern, uint64_t seed);
 
 #define SIEVE__COPY_H2D 1
 #define SIEVE__COPY_D2H 2

@@ -6,21 +6,38 @@
  * on MDB_MAP_FULL. Must not: parse HTTP, know about CUDA (device residency goes through the
  * kernel module's device-memory functions only).
  *
- * Layout (see store.c for the exact key formats): a fixed set of named databases shared by
- * all collections, each key prefixed by the collection's 32-bit id. This deviates from
- * "named databases per collection" in design.md on purpose: LMDB DBI handles are
+ * Files in a data directory: data.mdb and lock.mdb (LMDB) and sieve.lock, which the open
+ * store holds with flock(LOCK_EX|LOCK_NB): one sieve process per data directory, and a bulk
+ * ingest into a directory that a server has open fails with SIEVE_EBUSY.
+ *
+ * Layout (store_internal.h documents the exact key formats): a fixed set of named databases
+ * shared by all collections, each key prefixed by the collection's 32-bit id. This deviates
+ * from "named databases per collection" in design.md on purpose: LMDB DBI handles are
  * environment-wide and unsafe to close while other threads' transactions still use them,
  * and a fixed set has no maxdbs limit. Dropping a collection deletes its key ranges in one
- * write transaction; collection ids are never reused.
+ * write transaction; collection ids are never reused. Floats are stored in host byte order.
+ *
+ * Pages: rows_per_page consecutive rows of one dtype followed by their float32 squared norms
+ * (sieve_row_sqnorm), one LMDB value per page, written with one put per page. The default
+ * rows_per_page is the largest power of two (at least 128) whose page fits in 1 MiB.
  *
  * Rows: each point occupies one row. Overwriting an id rewrites its row in place. Deleting
- * a point marks its row deleted; later inserts reuse the lowest free row (no compaction).
+ * a point marks its row deleted (its vector stays in the page until the row is reused);
+ * later inserts reuse the lowest free row. There is no compaction.
  *
  * Thread-safety: a sieve_store is safe to use from any number of threads. Write calls
  * (create, drop, upsert, delete) are queued to one writer thread that groups concurrent
- * requests into one durable LMDB transaction (group commit); each request is applied
- * atomically (all of it or none of it) and the call returns after the commit is durable.
- * A snapshot is used by one thread at a time.
+ * requests into one durable LMDB transaction (group commit), each request in its own nested
+ * transaction so that a failing request fails alone; each request is applied atomically (all
+ * of it or none of it) and the call returns after the commit is durable and visible to
+ * snapshots opened afterwards. Callers check, normalise, convert and take norms of their
+ * vectors in their own thread (large batches on a few short-lived helper threads), so several
+ * concurrent callers overlap that work with the writer's commits. A snapshot is used by one
+ * thread at a time (it may move between threads).
+ *
+ * Memory: each commit builds a new immutable view of every collection it touched (deleted
+ * bitmap, rows/8 bytes, and page generations, pages*8 bytes), so very small commits on very
+ * large collections pay that copy.
  */
 #ifndef SIEVE_STORE_H
 #define SIEVE_STORE_H
@@ -40,16 +57,22 @@ extern "C" {
 typedef struct sieve_store sieve_store;
 
 typedef struct sieve_store_options {
-    uint64_t initial_map_bytes; /* initial LMDB map size (default 1 GiB); grows on demand */
+    uint64_t initial_map_bytes; /* initial LMDB map size (default 1 GiB, at least 1 MiB; an
+                                   existing larger map is kept); doubles on MDB_MAP_FULL */
     int no_sync;                /* tests and benchmarks only: MDB_NOSYNC (not durable) */
-    uint32_t group_max;         /* most requests grouped into one transaction (default 256) */
+    uint32_t group_max;         /* most requests grouped into one transaction (default 256,
+                                   at most 65536); a group also stops at about 256 MiB */
 } sieve_store_options;
 
+/* Fills o with the defaults above. */
 void sieve_store_options_init(sieve_store_options *o);
 
-/* Opens (creating if needed) the store in directory dir. Fails with SIEVE_EBUSY if another
- * process holds the directory's write lock (one sieve process per data directory).
- * Errors: SIEVE_EINVAL, SIEVE_EIO, SIEVE_ECORRUPT, SIEVE_EBUSY, SIEVE_ENOMEM. */
+/* Opens (creating if needed) the store in directory dir (one level of mkdir). opts may be
+ * NULL for the defaults. On success *out owns the store (close it with sieve_store_close);
+ * on failure *out is NULL. Fails with SIEVE_EBUSY if another process or another open handle
+ * holds the directory's lock (one sieve process per data directory).
+ * Errors: SIEVE_EINVAL (NULL or empty dir, dir is not a directory, bad options), SIEVE_EIO,
+ * SIEVE_ECORRUPT (not a sieve store of this format), SIEVE_EBUSY, SIEVE_ENOMEM. */
 int sieve_store_open(const char *dir, const sieve_store_options *opts, sieve_store **out);
 /* Finishes queued writes, stops the writer and closes the environment. NULL is ignored.
  * All snapshots must be closed first. */
@@ -111,14 +134,21 @@ typedef struct sieve_point {
                                 dtype, normalised first for Cosine */
     const char *payload;     /* JSON object text, or NULL for no payload */
     size_t payload_len;      /* bytes of payload (0 with NULL) */
+    uint32_t dim;            /* values at vector as the caller received them, checked against
+                                the collection (SIEVE_EDIM); 0 = the caller vouches for dim */
 } sieve_point;
 
 /* Inserts or replaces n points in one atomic, durable write. Every vector is checked
  * (finite, right dimension) before anything is written; a failed call writes nothing.
  * Replacing an id replaces its vector and its payload (NULL payload clears it).
- * Within one call, a repeated id keeps its last occurrence.
- * Errors: SIEVE_EINVAL, SIEVE_ENOTFOUND (collection), SIEVE_ENONFINITE, SIEVE_EDIM,
- * SIEVE_ETOOBIG (payload over 16 MiB), SIEVE_EIO, SIEVE_ECLOSED. */
+ * Within one call, a repeated id keeps its last occurrence. New ids take the lowest free
+ * (deleted) row, else the next row. Cosine vectors are normalised in float32 before the
+ * conversion (a zero vector stays zero). The points and everything they point to are only
+ * read, and only until the call returns.
+ * Errors: SIEVE_EINVAL (NULL pointers, bad id kind, payload not a JSON object),
+ * SIEVE_EPARSE (payload is not JSON), SIEVE_ENOTFOUND (collection), SIEVE_ENONFINITE,
+ * SIEVE_EDIM, SIEVE_ERANGE (a value overflows the dtype, or the squared norm overflows
+ * float32), SIEVE_ETOOBIG (payload over 16 MiB), SIEVE_ENOMEM, SIEVE_EIO, SIEVE_ECLOSED. */
 int sieve_store_upsert(sieve_store *st, const char *collection, const sieve_point *points,
                        size_t n);
 
@@ -138,15 +168,37 @@ int sieve_store_count(sieve_store *st, const char *collection, uint64_t *out);
 int sieve_store_get(sieve_store *st, const char *collection, const sieve_point_id *id,
                     float *vector_out, char **payload_out);
 
+/* ---------------------------------------------------------------- statistics */
+
+typedef struct sieve_store_stats {
+    uint64_t requests;      /* write requests applied (create, drop, upsert, delete) */
+    uint64_t failed;        /* of which failed (and wrote nothing) */
+    uint64_t commits;       /* LMDB write transactions committed */
+    uint64_t retries;       /* groups re-run after MDB_MAP_FULL */
+    uint64_t map_grows;     /* times the map was grown */
+    uint64_t map_bytes;     /* current map size */
+    uint64_t max_group;     /* most requests in one transaction */
+    uint64_t apply_ns;      /* writer time applying requests (puts, page writes) */
+    uint64_t commit_ns;     /* writer time in mdb_txn_commit (writes and syncs) */
+} sieve_store_stats;
+
+/* Copies the writer's counters (group commit: commits < requests under concurrency).
+ * Errors: SIEVE_EINVAL. */
+int sieve_store_get_stats(sieve_store *st, sieve_store_stats *out);
+
 /* ---------------------------------------------------------------- read snapshots */
 
 /* A consistent read view of one collection: an LMDB read transaction plus the paged
  * matrix. While a snapshot is open the pointers it hands out stay valid and the map is not
  * resized (a writer that needs to grow the map waits for open snapshots to close), so keep
- * snapshots short-lived. */
+ * snapshots short-lived. A thread that holds a snapshot must not open another snapshot, call
+ * sieve_store_get or any write call until it closes it: when the map must grow, the writer
+ * waits for every open snapshot and new readers wait for the writer. A snapshot opened after
+ * a write call returned sees that write. Deletes show in the deleted bitmap only; page
+ * generations change when a page's bytes (vectors or norms) change. */
 typedef struct sieve_snapshot sieve_snapshot;
 
-/* Errors: SIEVE_EINVAL, SIEVE_ENOTFOUND, SIEVE_ENOMEM, SIEVE_EIO. */
+/* Errors: SIEVE_EINVAL, SIEVE_ENOTFOUND, SIEVE_ENOMEM, SIEVE_EIO, SIEVE_ECORRUPT. */
 int sieve_snapshot_open(sieve_store *st, const char *collection, sieve_snapshot **out);
 void sieve_snapshot_close(sieve_snapshot *snap);
 

@@ -1,7 +1,747 @@
-/* knn.cu: the fused score + sample-guided exact top-k search on CUDA.
- * Placeholder until the GPU kernel lands: reports SIEVE_ENOTSUP so callers fall back. */
-#include "cuda_common.cuh"
+/* knn.cu: the CUDA backend's batched exact k-NN (fused score + sample-guided top-k).
+ *
+ * Owns: the host pipeline of one search on the GPU and its small helper kernels:
+ *   1. upload and prepare the queries (Cosine normalisation, |q|^2, conversion to the
+ *      storage type, zero padding);
+ *   2. sample: score a fixed-stride sample (random offset) and, per query, radix-select
+ *      the proposed boundary (rank j), a secondary boundary (rank j2) and the sample max,
+ *      which spans the bins;
+ *   3. scan: one fused pass (scan.cuh, MODE_GATE) reads each tile of rows once for all
+ *      queries of the tile, gates, appends candidates, counts bins and tightens;
+ *   4. certify on the host from the admitted counts: k <= count <= capacity is exact;
+ *      underfill rescans with the secondary boundary, overflow rescans with the histogram
+ *      edge that already holds k, and what still fails takes the full path (every eligible
+ *      row materialised and sorted), so no answer depends on the sample;
+ *   5. select: one segmented sort of each query's candidates (key desc, row asc), the
+ *      first k written out.
+ * Must not: be called except through kernels/device.c; allocate on the fused path when the
+ * caller passes scratch.
+ */
+#include <cub/cub.cuh>
+#include <math.h>
 #include <stdlib.h>
+#include <string.h>
+
+#include <vector>
+
+#include "cuda_common.cuh"
+#include "scan.cuh"
+
+using namespace sieve_cuda;
+
+namespace {
+
+constexpr uint32_t NEG_INF_ORD = 0x007fffffu; /* ord_of(-inf) */
+constexpr size_t FULL_BUDGET = 512ull << 20;  /* bytes of full-path buffers per chunk */
+constexpr uint32_t SEGSORT_MAX = 262144;      /* full-path segments up to this use one
+                                                 segmented sort; longer ones a device sort */
+
+size_t align_up(size_t x, size_t a) { return (x + a - 1) / a * a; }
+
+uint64_t splitmix64(uint64_t x) {
+    x += 0x9e3779b97f4a7c15ull;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+}
+
+float host_float_of_ord(uint32_t o) {
+    uint32_t u = bits_of_ord(o);
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+/* ------------------------------------------------------------------ small kernels */
+
+/* Queries: Cosine normalisation, |q|^2 (index order, float32), conversion, padding. */
+template <typename T>
+__global__ void prep_queries_kernel(const float *qf, uint32_t nq, uint32_t nq_pad, uint32_t dim,
+                                    uint32_t dpad, int metric, T *out, float *qn2) {
+    uint32_t q = blockIdx.x;
+    if (q >= nq_pad) return;
+    const float *src = qf + (size_t)q * dim;
+    __shared__ float scale;
+    if (threadIdx.x == 0) {
+        float s = 1.0f, n2 = 0.f;
+        if (q < nq) {
+            for (uint32_t i = 0; i < dim; i++) n2 = fmaf(src[i], src[i], n2);
+            if (metric == 1) {
+                float nrm = sqrtf(n2);
+                s = nrm > 0.f ? 1.0f / nrm : 1.0f;
+                float m2 = 0.f;
+                for (uint32_t i = 0; i < dim; i++) {
+                    float v = src[i] * s;
+                    m2 = fmaf(v, v, m2);
+                }
+                n2 = m2;
+            }
+            qn2[q] = n2;
+        }
+        scale = s;
+    }
+    __syncthreads();
+    for (uint32_t i = threadIdx.x; i < dpad; i += blockDim.x) {
+        float v = (q < nq && i < dim) ? src[i] * scale : 0.f;
+        out[(size_t)q * dpad + i] = T(v);
+    }
+}
+
+/* Gathers prepared query rows (and |q|^2) listed in idx into a compact buffer. */
+__global__ void gather_rows_kernel(const unsigned char *src, unsigned char *dst, size_t row_bytes,
+                                   const uint32_t *idx, uint32_t n, uint32_t n_pad,
+                                   const float *qn2, float *qn2_dst) {
+    uint32_t j = blockIdx.x;
+    if (j >= n_pad) return;
+    unsigned char *d = dst + (size_t)j * row_bytes;
+    if (j < n) {
+        const unsigned char *s = src + (size_t)idx[j] * row_bytes;
+        for (size_t i = threadIdx.x; i < row_bytes; i += blockDim.x) d[i] = s[i];
+        if (threadIdx.x == 0) qn2_dst[j] = qn2[idx[j]];
+    } else {
+        for (size_t i = threadIdx.x; i < row_bytes; i += blockDim.x) d[i] = 0;
+    }
+}
+
+/* Counts set bits of (allowed & ~deleted) over n_rows, or over the sample rows. */
+__global__ void count_eligible_kernel(const uint64_t *deleted, const uint64_t *allowed,
+                                      uint32_t n_rows, uint32_t s_offset, uint32_t s_stride,
+                                      uint32_t s_count, unsigned long long *out) {
+    uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+    unsigned long long c = 0;
+    if (s_count == 0) {
+        uint32_t words = (n_rows + 63) / 64;
+        if (i < words) {
+            uint64_t w = ~0ull;
+            if (deleted) w &= ~deleted[i];
+            if (allowed) w &= allowed[i];
+            uint32_t rem = n_rows - i * 64;
+            if (rem < 64) w &= (1ull << rem) - 1ull;
+            c = __popcll(w);
+        }
+    } else if (i < s_count) {
+        uint32_t r = s_offset + i * s_stride;
+        bool e = true;
+        if (deleted && ((deleted[r >> 6] >> (r & 63)) & 1ull)) e = false;
+        if (allowed && !((allowed[r >> 6] >> (r & 63)) & 1ull)) e = false;
+        c = e;
+    }
+    for (int o = 16; o > 0; o /= 2) c += __shfl_down_sync(0xffffffffu, c, o);
+    if ((threadIdx.x & 31) == 0 && c) atomicAdd(out, c);
+}
+
+/* Value (as ordered uint) at descending rank `rank` of n keys, by 4 radix passes. */
+__device__ uint32_t block_select_desc(const float *keys, uint32_t n, uint32_t rank,
+                                      uint32_t *hist, uint32_t *sel) {
+    uint32_t prefix = 0, mask = 0, remaining = rank;
+    for (int shift = 24; shift >= 0; shift -= 8) {
+        for (int i = threadIdx.x; i < 256; i += blockDim.x) hist[i] = 0;
+        __syncthreads();
+        for (uint32_t i = threadIdx.x; i < n; i += blockDim.x) {
+            uint32_t u = ord_of(keys[i]);
+            if ((u & mask) == prefix) atomicAdd(&hist[(u >> shift) & 255u], 1u);
+        }
+        __syncthreads();
+        if (threadIdx.x == 0) {
+            uint32_t accu = 0, d = 0;
+            for (int b = 255; b >= 0; b--) {
+                uint32_t c = hist[b];
+                if (accu + c > remaining) {
+                    d = (uint32_t)b;
+                    break;
+                }
+                accu += c;
+            }
+            sel[0] = d;
+            sel[1] = remaining - accu;
+        }
+        __syncthreads();
+        prefix |= sel[0] << shift;
+        mask |= 255u << shift;
+        remaining = sel[1];
+        __syncthreads();
+    }
+    return prefix;
+}
+
+__device__ void write_edges(float *edges, float lo, float hi) {
+    float w = (hi - lo) / (float)NBINS;
+    if (!(w > 0.f) || !isfinite(w)) w = 0.f;
+    for (int b = threadIdx.x; b < NBINS; b += blockDim.x) edges[b] = b == 0 ? lo : lo + (float)b * w;
+}
+
+/* One block per query: proposed boundary (rank j), secondary (rank j2, or -inf when
+ * j2 >= s_e), sample max; bins over [boundary, max]; state reset. forced: use `fb`. */
+__global__ void propose_kernel(const float *sample, uint32_t S, uint32_t s_e, uint32_t j,
+                               uint32_t j2, int forced, float fb, uint32_t *thr, uint32_t *thr2,
+                               float *hi_out, float *edges, uint32_t *hist, uint32_t *cnt) {
+    extern __shared__ float keys_s[];
+    __shared__ uint32_t h[256];
+    __shared__ uint32_t sel[2];
+    uint32_t q = blockIdx.x;
+    const float *keys = sample + (size_t)q * S;
+    if (S * sizeof(float) <= 96 * 1024) {
+        for (uint32_t i = threadIdx.x; i < S; i += blockDim.x) keys_s[i] = keys[i];
+        __syncthreads();
+        keys = keys_s;
+    }
+    uint32_t o_hi = block_select_desc(keys, S, 0, h, sel);
+    uint32_t o_j = forced ? 0u : block_select_desc(keys, S, j, h, sel);
+    uint32_t o_j2 = j2 < s_e ? block_select_desc(keys, S, j2, h, sel) : NEG_INF_ORD;
+    float lo = forced ? fb : float_of_ord(o_j);
+    float hi = float_of_ord(o_hi);
+    if (hi < lo) hi = lo;
+    float lo2 = float_of_ord(o_j2);
+    if (forced && lo2 > lo) lo2 = -__int_as_float(0x7f800000);
+    if (threadIdx.x == 0) {
+        thr[q] = ord_of(lo);
+        thr2[q] = ord_of(lo2);
+        hi_out[q] = hi;
+        cnt[q] = 0;
+    }
+    write_edges(edges + (size_t)q * NBINS, lo, hi);
+    for (int b = threadIdx.x; b < NBINS; b += blockDim.x) hist[(size_t)q * NBINS + b] = 0;
+}
+
+/* Resets the listed queries' state to boundary lo[i] with bins over [lo, hi]. */
+__global__ void reset_state_kernel(const uint32_t *idx, const float *lo, const float *hi,
+                                   uint32_t *thr, float *edges, uint32_t *hist, uint32_t *cnt) {
+    uint32_t q = idx[blockIdx.x];
+    float l = lo[blockIdx.x], h = hi[q];
+    if (h < l) h = l;
+    if (threadIdx.x == 0) {
+        thr[q] = ord_of(l);
+        cnt[q] = 0;
+    }
+    write_edges(edges + (size_t)q * NBINS, l, h);
+    for (int b = threadIdx.x; b < NBINS; b += blockDim.x) hist[(size_t)q * NBINS + b] = 0;
+}
+
+/* Segment bounds for the candidate sort: use[q] ? [q*cap, q*cap + min(cnt, cap)) : empty. */
+__global__ void segments_kernel(const uint32_t *cnt, const unsigned char *use, uint32_t nq,
+                                uint32_t cap, int64_t *beg, int64_t *end) {
+    uint32_t q = blockIdx.x * blockDim.x + threadIdx.x;
+    if (q >= nq) return;
+    int64_t b = (int64_t)q * cap;
+    uint32_t c = use[q] ? (cnt[q] < cap ? cnt[q] : cap) : 0;
+    beg[q] = b;
+    end[q] = b + c;
+}
+
+/* Writes the first k of each sorted list. Row j of the list goes to output query dst[j]
+ * (or j); len[j] (or len_all) bounds the valid entries. Euclid scores become distances. */
+__global__ void extract_kernel(const uint64_t *sorted, size_t ld, const uint32_t *len,
+                               uint32_t len_all, const unsigned char *use, const uint32_t *dst,
+                               uint32_t n, uint32_t k, int metric, const float *qn2,
+                               int64_t *out_rows, float *out_scores, uint32_t *out_counts) {
+    for (uint32_t j = blockIdx.y; j < n; j += gridDim.y) {
+        if (use && !use[j]) continue;
+        uint32_t q = dst ? dst[j] : j;
+        uint32_t L = len ? len[j] : len_all;
+        const uint64_t *s = sorted + (size_t)j * ld;
+        for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < k;
+             i += gridDim.x * blockDim.x) {
+            uint64_t v = i < L ? s[i] : EMPTY_SLOT;
+            int64_t r = -1;
+            float sc = __int_as_float(0x7fc00000);
+            if (v != EMPTY_SLOT) {
+                r = cand_row(v);
+                float key = cand_key(v);
+                sc = metric == 2 ? sqrtf(fmaxf(0.f, qn2[j] - key)) : key;
+            }
+            out_rows[(size_t)q * k + i] = r;
+            out_scores[(size_t)q * k + i] = sc;
+        }
+        if (blockIdx.x == 0 && threadIdx.x == 0) {
+            /* valid entries are a prefix (EMPTY sorts last) */
+            uint32_t m = L < k ? L : k;
+            uint32_t lo = 0, hi = m;
+            while (lo < hi) {
+                uint32_t mid = (lo + hi) / 2;
+                if (s[mid] != EMPTY_SLOT) lo = mid + 1;
+                else hi = mid;
+            }
+            out_counts[q] = lo;
+        }
+    }
+}
+
+/* ------------------------------------------------------------------ scan launchers */
+
+template <typename T, int BM, int BN, int WM, int WN, int ST, int MODE>
+int launch_mma(cudaStream_t s, const ScanParams &p, uint32_t L, bool vec) {
+    using Sm = MmaSmem<BM, BN, ST>;
+    ScanParams q = p;
+    q.nqt = (p.nq + BN - 1) / BN;
+    uint64_t blocks = (uint64_t)((L + BM - 1) / BM) * q.nqt;
+    if (blocks == 0) return 0;
+    if (blocks > 0x7fffffffull) return SIEVE_EINVAL;
+    if (vec) {
+        auto kern = scan_mma_kernel<T, BM, BN, WM, WN, ST, MODE, true>;
+        SIEVE_CUDA_TRY(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                            (int)Sm::bytes));
+        kern<<<(unsigned)blocks, WM * WN * 32, Sm::bytes, s>>>(q);
+    } else {
+        auto kern = scan_mma_kernel<T, BM, BN, WM, WN, ST, MODE, false>;
+        SIEVE_CUDA_TRY(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                            (int)Sm::bytes));
+        kern<<<(unsigned)blocks, WM * WN * 32, Sm::bytes, s>>>(q);
+    }
+    SIEVE_CUDA_LAUNCH_CHECK();
+    return 0;
+}
+
+/* Persistent resident-query launch; returns 1 (nothing launched) when it does not apply. */
+template <typename T, int BN, int WM, int WN, int ST, int MODE>
+int launch_resident(const sieve__cuda_ctx *c, cudaStream_t s, const ScanParams &p, uint32_t L) {
+    size_t smem = resident_smem_bytes<BN, ST>(p.dpad);
+    if (smem > 200 * 1024) return 1;
+    ScanParams q = p;
+    q.nqt = (p.nq + BN - 1) / BN;
+    auto kern = scan_resident_kernel<T, BN, WM, WN, ST, MODE>;
+    SIEVE_CUDA_TRY(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    int per_sm = 0;
+    SIEVE_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kern, WM * WN * 32, smem));
+    if (per_sm < 1) return 1;
+    uint32_t tiles = (L + 127) / 128;
+    uint32_t groups = (uint32_t)(c->prop.multiProcessorCount * per_sm) / q.nqt;
+    if (groups < 1) groups = 1;
+    if (groups > tiles) groups = tiles;
+    kern<<<groups * q.nqt, WM * WN * 32, smem, s>>>(q);
+    SIEVE_CUDA_LAUNCH_CHECK();
+    return 0;
+}
+
+template <int BN, int TN, int MODE>
+int launch_f32(cudaStream_t s, const ScanParams &p, uint32_t L, bool vec) {
+    ScanParams q = p;
+    q.nqt = (p.nq + BN - 1) / BN;
+    uint64_t blocks = (uint64_t)((L + 127) / 128) * q.nqt;
+    if (blocks == 0) return 0;
+    if (blocks > 0x7fffffffull) return SIEVE_EINVAL;
+    if (vec) scan_f32_kernel<128, BN, TN, MODE, true><<<(unsigned)blocks, 256, 0, s>>>(q);
+    else scan_f32_kernel<128, BN, TN, MODE, false><<<(unsigned)blocks, 256, 0, s>>>(q);
+    SIEVE_CUDA_LAUNCH_CHECK();
+    return 0;
+}
+
+/* Query-tile width the launcher picks for nq queries (the prepared buffer is padded to it). */
+uint32_t tile_queries(sieve_dtype dt, uint32_t nq) {
+    if (dt == SIEVE_DTYPE_F32) return nq <= 8 ? 8 : nq <= 32 ? 32 : nq <= 64 ? 64 : 128;
+    return nq <= 16 ? 16 : nq <= 32 ? 32 : nq <= 64 ? 64 : 128;
+}
+
+template <int MODE, typename T>
+int launch_scan_t(const sieve__cuda_ctx *c, cudaStream_t s, const ScanParams &p, uint32_t L,
+                  bool vec) {
+    uint32_t bn = tile_queries(SIEVE_DTYPE_F16, p.nq);
+    /* small batches: persistent CTAs with the queries resident (rows read once) */
+    if (MODE != MODE_SAMPLE && vec && p.rpp % 128 == 0 && p.nq <= 128) {
+        int rc = 1;
+        if (bn == 16) rc = launch_resident<T, 16, 8, 1, 4, MODE>(c, s, p, L);
+        else if (bn == 32) rc = launch_resident<T, 32, 4, 2, 4, MODE>(c, s, p, L);
+        else rc = launch_resident<T, 64, 4, 2, 4, MODE>(c, s, p, L);
+        if (rc <= 0) return rc;
+    }
+    if (bn == 16) return launch_mma<T, 128, 16, 4, 1, 4, MODE>(s, p, L, vec);
+    if (bn == 32) return launch_mma<T, 128, 32, 4, 1, 4, MODE>(s, p, L, vec);
+    if (bn == 64) return launch_mma<T, 128, 64, 4, 2, 4, MODE>(s, p, L, vec);
+    /* large batches: 256-row x 128-query tiles (more reuse per byte through L2) */
+    return launch_mma<T, 256, 128, 4, 2, 3, MODE>(s, p, L, vec);
+}
+
+template <int MODE>
+int launch_scan(const sieve__cuda_ctx *c, cudaStream_t s, sieve_dtype dt, const ScanParams &p,
+                uint32_t L) {
+    if (dt == SIEVE_DTYPE_F32) {
+        bool vec = p.dim % 4 == 0;
+        uint32_t bn = tile_queries(dt, p.nq);
+        if (bn == 8) return launch_f32<8, 2, MODE>(s, p, L, vec);
+        if (bn == 32) return launch_f32<32, 4, MODE>(s, p, L, vec);
+        if (bn == 64) return launch_f32<64, 4, MODE>(s, p, L, vec);
+        return launch_f32<128, 8, MODE>(s, p, L, vec);
+    }
+    bool vec = p.dim % 8 == 0;
+    if (dt == SIEVE_DTYPE_F16) return launch_scan_t<MODE, __half>(c, s, p, L, vec);
+    return launch_scan_t<MODE, __nv_bfloat16>(c, s, p, L, vec);
+}
+
+/* ------------------------------------------------------------------ plan and layout */
+
+struct Plan {
+    uint32_t nq, nq_pad, dim, dpad, k, S, stride, offset, cap, full_chunk;
+    size_t esz, qrow_bytes;
+    bool direct_possible;
+};
+
+struct Layout {
+    size_t qf32, qprep, qsub, qn2, qn2sub, sample, thr, thr2, hi, edges, hist, cnt, cand,
+        sorted, segb, sege, use, idx, lo, outrows, outscores, outcounts, misc, cub, fullA, fullB,
+        fullcub, total;
+    size_t cub_bytes, fullcub_bytes;
+};
+
+uint32_t sample_rows(const sieve_search_params *p, uint64_t n) {
+    uint64_t s = p->sample_rows ? p->sample_rows : (uint64_t)p->k * 8 > 16384 ? (uint64_t)p->k * 8 : 16384;
+    return (uint32_t)(s > n ? n : s);
+}
+
+/* Capacity for expected sample rank j2 (the secondary boundary) at rows-per-sample ratio. */
+uint32_t capacity_for(uint32_t j2, double ratio, uint32_t k, uint64_t n) {
+    double e = ((double)j2 + 1.0 + 6.0 * sqrt((double)j2 + 1.0) + 6.0) * ratio + (double)k;
+    uint64_t c = (uint64_t)align_up((size_t)ceil(e), 256);
+    if (c > n) c = n;
+    if (c < k) c = k;
+    return (uint32_t)c;
+}
+
+void ranks_for(uint32_t k, uint64_t s_e, uint64_t n_e, uint32_t *j, uint32_t *j2) {
+    double r = (double)k * (double)s_e / (double)(n_e ? n_e : 1);
+    double jj = floor(1.25 * r + 3.0 * sqrt(r) + 2.0);
+    *j = (uint32_t)(jj > 4e9 ? 4e9 : jj);
+    *j2 = 2 * *j + 8;
+}
+
+void make_plan(const sieve_matrix *m, uint32_t nq, const sieve_search_params *p, bool full_only,
+               Plan *pl) {
+    memset(pl, 0, sizeof *pl);
+    pl->nq = nq;
+    pl->k = p->k;
+    pl->dim = m->dim;
+    pl->esz = sieve_dtype_size(m->dtype);
+    pl->dpad = (uint32_t)align_up(m->dim, m->dtype == SIEVE_DTYPE_F32 ? 32 : 64);
+    pl->nq_pad = (uint32_t)align_up(nq, 128);
+    pl->qrow_bytes = (size_t)pl->dpad * pl->esz;
+    uint64_t n = m->n_rows;
+    pl->S = sample_rows(p, n);
+    pl->stride = (uint32_t)(n / pl->S);
+    if (pl->stride == 0) pl->stride = 1;
+    pl->offset = (uint32_t)(splitmix64(p->seed) % pl->stride);
+    uint32_t j, j2;
+    ranks_for(p->k, pl->S, n, &j, &j2);
+    pl->cap = p->candidate_capacity ? p->candidate_capacity
+                                    : capacity_for(j2, (double)n / pl->S, p->k, n);
+    /* full-path chunk: large when the full path is the main path (oracle, small N), one
+       query at a time (within 64 MiB where possible) when it is only the recovery path */
+    uint64_t per_q = (uint64_t)n * 16;
+    bool main_full = full_only || (uint64_t)pl->S * 2 >= n;
+    uint64_t c = (main_full ? FULL_BUDGET : (64ull << 20)) / per_q;
+    if (c < 1) c = 1;
+    if (c > nq) c = nq;
+    pl->full_chunk = (uint32_t)c;
+}
+
+int make_layout(const Plan &pl, uint64_t n_rows, bool full_only, Layout *L) {
+    memset(L, 0, sizeof *L);
+    size_t o = 0;
+    auto take = [&](size_t bytes) {
+        size_t at = o;
+        o = align_up(o + (bytes ? bytes : 1), 256);
+        return at;
+    };
+    uint32_t nq = pl.nq, np = pl.nq_pad;
+    L->qf32 = take((size_t)nq * pl.dim * 4);
+    L->qprep = take((size_t)np * pl.qrow_bytes);
+    L->qsub = take((size_t)np * pl.qrow_bytes);
+    L->qn2 = take((size_t)np * 4);
+    L->qn2sub = take((size_t)np * 4);
+    L->use = take(np);
+    L->idx = take((size_t)np * 4);
+    L->lo = take((size_t)np * 4);
+    L->outrows = take((size_t)nq * pl.k * 8);
+    L->outscores = take((size_t)nq * pl.k * 4);
+    L->outcounts = take((size_t)nq * 4);
+    L->misc = take(64);
+    if (!full_only) {
+        L->sample = take((size_t)nq * pl.S * 4);
+        L->thr = take((size_t)nq * 4);
+        L->thr2 = take((size_t)nq * 4);
+        L->hi = take((size_t)nq * 4);
+        L->edges = take((size_t)nq * NBINS * 4);
+        L->hist = take((size_t)nq * NBINS * 4);
+        L->cnt = take((size_t)nq * 4);
+        L->cand = take((size_t)nq * pl.cap * 8);
+        L->sorted = take((size_t)nq * pl.cap * 8);
+        L->segb = take((size_t)nq * 8);
+        L->sege = take((size_t)nq * 8);
+        size_t cb = 0;
+        if (cub::DeviceSegmentedSort::SortKeys((void *)nullptr, cb, (const uint64_t *)nullptr,
+                                               (uint64_t *)nullptr, (int64_t)nq * pl.cap,
+                                               (int64_t)nq, (const int64_t *)nullptr,
+                                               (const int64_t *)nullptr) != cudaSuccess)
+            return SIEVE_EDEVICE;
+        L->cub_bytes = cb;
+        L->cub = take(cb);
+    }
+    size_t fcb = 0;
+    uint32_t fc = pl.full_chunk;
+    if (n_rows <= SEGSORT_MAX) {
+        if (cub::DeviceSegmentedSort::SortKeys((void *)nullptr, fcb, (const uint64_t *)nullptr,
+                                               (uint64_t *)nullptr, (int64_t)fc * n_rows,
+                                               (int64_t)fc, (const int64_t *)nullptr,
+                                               (const int64_t *)nullptr) != cudaSuccess)
+            return SIEVE_EDEVICE;
+    } else {
+        if (cub::DeviceRadixSort::SortKeys((void *)nullptr, fcb, (const uint64_t *)nullptr,
+                                           (uint64_t *)nullptr, (int64_t)n_rows) != cudaSuccess)
+            return SIEVE_EDEVICE;
+    }
+    L->fullcub_bytes = fcb;
+    L->fullA = take((size_t)fc * n_rows * 8);
+    L->fullB = take((size_t)fc * n_rows * 8);
+    L->fullcub = take(fcb + (size_t)fc * 16 + 256); /* + segment offsets */
+    L->total = o;
+    return 0;
+}
+
+/* Host staging (pinned, grown on demand, owned by the context). */
+int ensure_pinned(sieve__cuda_ctx *c, size_t bytes) {
+    if (c->pinned_bytes >= bytes) return 0;
+    if (c->pinned) cudaFreeHost(c->pinned);
+    c->pinned = NULL;
+    c->pinned_bytes = 0;
+    size_t want = align_up(bytes, 1 << 20);
+    SIEVE_CUDA_TRY(cudaMallocHost(&c->pinned, want));
+    c->pinned_bytes = want;
+    return 0;
+}
+
+int ensure_work(sieve__cuda_ctx *c, size_t bytes) {
+    if (c->work_bytes >= bytes) return 0;
+    if (c->work) cudaFree(c->work);
+    c->work = NULL;
+    c->work_bytes = 0;
+    SIEVE_CUDA_TRY(cudaMalloc(&c->work, bytes));
+    c->work_bytes = bytes;
+    return 0;
+}
+
+/* ------------------------------------------------------------------ the search */
+
+struct Search {
+    sieve__cuda_ctx *c;
+    cudaStream_t s;
+    const sieve_matrix *m;
+    const sieve_search_params *p;
+    Plan pl;
+    Layout L;
+    unsigned char *base;
+    ScanParams sp; /* matrix part filled once */
+    uint64_t n_e;
+
+    template <typename X> X *at(size_t off) { return (X *)(base + off); }
+};
+
+/* Prepares queries (into qprep, padded) from the float32 queries in qf32. */
+int prep_queries(Search &S) {
+    const Plan &pl = S.pl;
+    int metric = S.p->metric;
+    switch (S.m->dtype) {
+    case SIEVE_DTYPE_F16:
+        prep_queries_kernel<__half><<<pl.nq_pad, 128, 0, S.s>>>(
+            S.at<float>(S.L.qf32), pl.nq, pl.nq_pad, pl.dim, pl.dpad, metric,
+            S.at<__half>(S.L.qprep), S.at<float>(S.L.qn2));
+        break;
+    case SIEVE_DTYPE_BF16:
+        prep_queries_kernel<__nv_bfloat16><<<pl.nq_pad, 128, 0, S.s>>>(
+            S.at<float>(S.L.qf32), pl.nq, pl.nq_pad, pl.dim, pl.dpad, metric,
+            S.at<__nv_bfloat16>(S.L.qprep), S.at<float>(S.L.qn2));
+        break;
+    default:
+        prep_queries_kernel<float><<<pl.nq_pad, 128, 0, S.s>>>(
+            S.at<float>(S.L.qf32), pl.nq, pl.nq_pad, pl.dim, pl.dpad, metric,
+            S.at<float>(S.L.qprep), S.at<float>(S.L.qn2));
+        break;
+    }
+    SIEVE_CUDA_LAUNCH_CHECK();
+    return 0;
+}
+
+int count_eligible(Search &S, uint32_t s_offset, uint32_t s_stride, uint32_t s_count,
+                   uint64_t *out) {
+    const sieve_matrix *m = S.m;
+    if (!m->deleted && !m->allowed) {
+        *out = s_count ? s_count : m->n_rows;
+        return 0;
+    }
+    unsigned long long *d = S.at<unsigned long long>(S.L.misc);
+    SIEVE_CUDA_TRY(cudaMemsetAsync(d, 0, 8, S.s));
+    uint32_t n = s_count ? s_count : (uint32_t)((m->n_rows + 63) / 64);
+    count_eligible_kernel<<<(n + 255) / 256, 256, 0, S.s>>>(m->deleted, m->allowed,
+                                                            (uint32_t)m->n_rows, s_offset,
+                                                            s_stride, s_count, d);
+    SIEVE_CUDA_LAUNCH_CHECK();
+    unsigned long long h = 0;
+    SIEVE_CUDA_TRY(cudaMemcpyAsync(&h, d, 8, cudaMemcpyDeviceToHost, S.s));
+    SIEVE_CUDA_TRY(cudaStreamSynchronize(S.s));
+    *out = h;
+    return 0;
+}
+
+/* Full path: every eligible row of each listed query materialised and sorted. qlist are
+ * output query numbers; the prepared rows come from qprep. */
+int full_path(Search &S, const std::vector<uint32_t> &qlist, sieve_search_stats *st) {
+    const Plan &pl = S.pl;
+    const uint64_t n = S.m->n_rows;
+    uint32_t *idx = S.at<uint32_t>(S.L.idx);
+    uint64_t *A = S.at<uint64_t>(S.L.fullA), *B = S.at<uint64_t>(S.L.fullB);
+    void *cubtmp = S.at<void>(S.L.fullcub);
+    int64_t *offs = (int64_t *)((unsigned char *)cubtmp + align_up(S.L.fullcub_bytes, 256));
+    for (size_t c0 = 0; c0 < qlist.size(); c0 += pl.full_chunk) {
+        uint32_t nc = (uint32_t)std::min<size_t>(pl.full_chunk, qlist.size() - c0);
+        uint32_t ncp = (uint32_t)align_up(nc, 128);
+        SIEVE_CUDA_TRY(cudaMemcpyAsync(idx, qlist.data() + c0, nc * 4, cudaMemcpyHostToDevice, S.s));
+        gather_rows_kernel<<<ncp, 128, 0, S.s>>>(S.at<unsigned char>(S.L.qprep),
+                                                 S.at<unsigned char>(S.L.qsub), pl.qrow_bytes, idx,
+                                                 nc, ncp, S.at<float>(S.L.qn2),
+                                                 S.at<float>(S.L.qn2sub));
+        SIEVE_CUDA_LAUNCH_CHECK();
+        ScanParams sp = S.sp;
+        sp.q = S.at<void>(S.L.qsub);
+        sp.nq = nc;
+        sp.mat = A;
+        sp.mat_ld = n;
+        int rc = launch_scan<MODE_MAT>(S.c, S.s, S.m->dtype, sp, (uint32_t)n);
+        if (rc) return rc;
+        size_t tb = S.L.fullcub_bytes;
+        if (n <= SEGSORT_MAX) {
+            std::vector<int64_t> h(nc + 1);
+            for (uint32_t i = 0; i <= nc; i++) h[i] = (int64_t)i * (int64_t)n;
+            SIEVE_CUDA_TRY(cudaMemcpyAsync(offs, h.data(), (nc + 1) * 8, cudaMemcpyHostToDevice, S.s));
+            SIEVE_CUDA_TRY(cub::DeviceSegmentedSort::SortKeys(cubtmp, tb, A, B, (int64_t)nc * n,
+                                                              (int64_t)nc, offs, offs + 1, S.s));
+            SIEVE_CUDA_TRY(cudaStreamSynchronize(S.s)); /* h must outlive the copy */
+        } else {
+            for (uint32_t j = 0; j < nc; j++) {
+                tb = S.L.fullcub_bytes;
+                SIEVE_CUDA_TRY(cub::DeviceRadixSort::SortKeys(cubtmp, tb, A + (size_t)j * n,
+                                                              B + (size_t)j * n, (int64_t)n, 0, 64,
+                                                              S.s));
+            }
+        }
+        dim3 grid((pl.k + 255) / 256 < 64 ? (pl.k + 255) / 256 : 64, nc < 65535 ? nc : 65535);
+        extract_kernel<<<grid, 256, 0, S.s>>>(B, n, nullptr, (uint32_t)std::min<uint64_t>(n, 0xffffffffu),
+                                              nullptr, idx, nc, pl.k, S.p->metric,
+                                              S.at<float>(S.L.qn2sub), S.at<int64_t>(S.L.outrows),
+                                              S.at<float>(S.L.outscores),
+                                              S.at<uint32_t>(S.L.outcounts));
+        SIEVE_CUDA_LAUNCH_CHECK();
+        if (st) st->rows_scanned += (uint64_t)nc * n;
+    }
+    return 0;
+}
+
+/* Rescans the listed queries (state slots = output numbers) with their reset state. */
+int rescan(Search &S, const std::vector<uint32_t> &qlist, const std::vector<float> &lo) {
+    const Plan &pl = S.pl;
+    uint32_t nc = (uint32_t)qlist.size();
+    uint32_t ncp = (uint32_t)align_up(nc, 128);
+    uint32_t *idx = S.at<uint32_t>(S.L.idx);
+    float *lod = S.at<float>(S.L.lo);
+    SIEVE_CUDA_TRY(cudaMemcpyAsync(idx, qlist.data(), nc * 4, cudaMemcpyHostToDevice, S.s));
+    SIEVE_CUDA_TRY(cudaMemcpyAsync(lod, lo.data(), nc * 4, cudaMemcpyHostToDevice, S.s));
+    (void)pl;
+    reset_state_kernel<<<nc, 128, 0, S.s>>>(idx, lod, S.at<float>(S.L.hi), S.at<uint32_t>(S.L.thr),
+                                            S.at<float>(S.L.edges), S.at<uint32_t>(S.L.hist),
+                                            S.at<uint32_t>(S.L.cnt));
+    SIEVE_CUDA_LAUNCH_CHECK();
+    gather_rows_kernel<<<ncp, 128, 0, S.s>>>(S.at<unsigned char>(S.L.qprep),
+                                             S.at<unsigned char>(S.L.qsub), pl.qrow_bytes, idx, nc,
+                                             ncp, S.at<float>(S.L.qn2), S.at<float>(S.L.qn2sub));
+    SIEVE_CUDA_LAUNCH_CHECK();
+    ScanParams sp = S.sp;
+    sp.q = S.at<void>(S.L.qsub);
+    sp.nq = nc;
+    sp.qmap = idx;
+    int rc = launch_scan<MODE_GATE>(S.c, S.s, S.m->dtype, sp, (uint32_t)S.m->n_rows);
+    if (rc) return rc;
+    SIEVE_CUDA_TRY(cudaStreamSynchronize(S.s)); /* lo, qlist stay valid until here */
+    return 0;
+}
+
+int fetch_cnt(Search &S, std::vector<uint32_t> &cnt) {
+    cnt.resize(S.pl.nq);
+    SIEVE_CUDA_TRY(cudaMemcpyAsync(cnt.data(), S.at<uint32_t>(S.L.cnt), S.pl.nq * 4,
+                                   cudaMemcpyDeviceToHost, S.s));
+    SIEVE_CUDA_TRY(cudaStreamSynchronize(S.s));
+    return 0;
+}
+
+/* Highest lower edge whose histogram count reaches k (the boundary for an overflow rescan). */
+int overflow_edge(Search &S, uint32_t q, float *edge) {
+    std::vector<uint32_t> h(NBINS);
+    std::vector<float> e(NBINS);
+    SIEVE_CUDA_TRY(cudaMemcpyAsync(h.data(), S.at<uint32_t>(S.L.hist) + (size_t)q * NBINS,
+                                   NBINS * 4, cudaMemcpyDeviceToHost, S.s));
+    SIEVE_CUDA_TRY(cudaMemcpyAsync(e.data(), S.at<float>(S.L.edges) + (size_t)q * NBINS, NBINS * 4,
+                                   cudaMemcpyDeviceToHost, S.s));
+    SIEVE_CUDA_TRY(cudaStreamSynchronize(S.s));
+    uint64_t cum = 0;
+    *edge = e[0];
+    for (int b = NBINS - 1; b >= 0; b--) {
+        cum += h[b];
+        if (cum >= S.pl.k) {
+            *edge = e[b];
+            return 0;
+        }
+    }
+    return 0;
+}
+
+int upload_queries(Search &S, const float *queries) {
+    size_t qb = (size_t)S.pl.nq * S.pl.dim * 4;
+    int rc = ensure_pinned(S.c, qb);
+    if (rc) return rc;
+    memcpy(S.c->pinned, queries, qb);
+    SIEVE_CUDA_TRY(cudaMemcpyAsync(S.at<float>(S.L.qf32), S.c->pinned, qb, cudaMemcpyHostToDevice, S.s));
+    return prep_queries(S);
+}
+
+int download_results(Search &S, int64_t *out_rows, float *out_scores, uint32_t *out_counts) {
+    const Plan &pl = S.pl;
+    size_t nr = (size_t)pl.nq * pl.k;
+    size_t need = nr * 8 + nr * 4 + (size_t)pl.nq * 4 + 64;
+    int rc = ensure_pinned(S.c, need);
+    if (rc) return rc;
+    unsigned char *h = (unsigned char *)S.c->pinned;
+    SIEVE_CUDA_TRY(cudaMemcpyAsync(h, S.at<int64_t>(S.L.outrows), nr * 8, cudaMemcpyDeviceToHost, S.s));
+    SIEVE_CUDA_TRY(cudaMemcpyAsync(h + nr * 8, S.at<float>(S.L.outscores), nr * 4,
+                                   cudaMemcpyDeviceToHost, S.s));
+    SIEVE_CUDA_TRY(cudaMemcpyAsync(h + nr * 12, S.at<uint32_t>(S.L.outcounts), pl.nq * 4,
+                                   cudaMemcpyDeviceToHost, S.s));
+    SIEVE_CUDA_TRY(cudaStreamSynchronize(S.s));
+    memcpy(out_rows, h, nr * 8);
+    memcpy(out_scores, h + nr * 8, nr * 4);
+    if (out_counts) memcpy(out_counts, h + nr * 12, pl.nq * 4);
+    return 0;
+}
+
+int setup(Search &S, void *ctx, const sieve_matrix *m, uint32_t nq, const sieve_search_params *p,
+          bool full_only) {
+    S.c = (sieve__cuda_ctx *)ctx;
+    S.s = S.c->stream;
+    S.m = m;
+    S.p = p;
+    make_plan(m, nq, p, full_only, &S.pl);
+    memset(&S.sp, 0, sizeof S.sp);
+    S.sp.pages = m->pages;
+    S.sp.norm_pages = m->norm_pages;
+    S.sp.deleted = m->deleted;
+    S.sp.allowed = m->allowed;
+    S.sp.rpp = m->rows_per_page;
+    S.sp.dim = m->dim;
+    S.sp.dpad = S.pl.dpad;
+    S.sp.n_rows = (uint32_t)m->n_rows;
+    S.sp.metric = (int)p->metric;
+    S.sp.k = p->k;
+    SIEVE_CUDA_TRY(cudaSetDevice(S.c->ordinal));
+    if (m->rows_per_page % 128) return SIEVE_EINVAL;
+    return 0;
+}
+
+} // namespace
+
+/* ------------------------------------------------------------------ entry points */
 
 void sieve__cuda_release_workspace(sieve__cuda_ctx *c) {
     if (c->work) cudaFree(c->work);
@@ -11,10 +751,15 @@ void sieve__cuda_release_workspace(sieve__cuda_ctx *c) {
     c->work_bytes = c->pinned_bytes = 0;
 }
 
-extern "C" int sieve__cuda_knn_scratch_size(void *ctx, const sieve_matrix *m,
-                                            uint32_t n_queries, const sieve_search_params *p,
-                                            size_t *bytes) {
-    return SIEVE_ENOTSUP;
+extern "C" int sieve__cuda_knn_scratch_size(void *ctx, const sieve_matrix *m, uint32_t n_queries,
+                                            const sieve_search_params *p, size_t *bytes) {
+    Plan pl;
+    make_plan(m, n_queries, p, false, &pl);
+    Layout L;
+    int rc = make_layout(pl, m->n_rows, false, &L);
+    if (rc) return rc;
+    *bytes = L.total;
+    return 0;
 }
 
 extern "C" int sieve__cuda_knn(void *ctx, const sieve_matrix *m, const float *queries,
@@ -22,7 +767,165 @@ extern "C" int sieve__cuda_knn(void *ctx, const sieve_matrix *m, const float *qu
                                size_t scratch_bytes, int64_t *out_rows, float *out_scores,
                                uint32_t *out_counts, uint8_t *out_paths,
                                sieve_search_stats *stats) {
-    return SIEVE_ENOTSUP;
+    double t0 = sieve__now_ms();
+    Search S;
+    int rc = setup(S, ctx, m, n_queries, p, false);
+    if (rc) return rc;
+    const Plan &pl = S.pl;
+    rc = make_layout(pl, m->n_rows, false, &S.L);
+    if (rc) return rc;
+    if (scratch) {
+        if (scratch_bytes < S.L.total) return SIEVE_ENOSPC;
+        S.base = (unsigned char *)scratch;
+    } else {
+        rc = ensure_work(S.c, S.L.total);
+        if (rc) return rc;
+        S.base = (unsigned char *)S.c->work;
+    }
+    sieve_search_stats st;
+    memset(&st, 0, sizeof st);
+    st.queries = n_queries;
+    std::vector<uint8_t> path(n_queries, SIEVE_PATH_CERTIFIED);
+
+    rc = upload_queries(S, queries);
+    if (rc) return rc;
+
+    /* eligible rows overall and in the sample decide between the fused and direct paths */
+    uint64_t n_e = 0, s_e = 0;
+    if ((rc = count_eligible(S, 0, 0, 0, &n_e))) return rc;
+    S.n_e = n_e;
+    if ((rc = count_eligible(S, pl.offset, pl.stride, pl.S, &s_e))) return rc;
+    uint32_t j = 0, j2 = 0;
+    ranks_for(pl.k, s_e, n_e, &j, &j2);
+    bool direct = n_e == 0 || (uint64_t)pl.S * 2 >= m->n_rows || (!p->force_boundary && j >= s_e);
+    double t_sample = sieve__now_ms();
+
+    std::vector<uint32_t> all_full;
+    std::vector<unsigned char> use(n_queries, 0);
+    if (direct) {
+        for (uint32_t q = 0; q < n_queries; q++) {
+            all_full.push_back(q);
+            path[q] = SIEVE_PATH_DIRECT;
+        }
+    } else {
+        /* sample + propose */
+        ScanParams sp = S.sp;
+        sp.q = S.at<void>(S.L.qprep);
+        sp.nq = n_queries;
+        sp.s_offset = pl.offset;
+        sp.s_stride = pl.stride;
+        sp.s_count = pl.S;
+        sp.sample_out = S.at<float>(S.L.sample);
+        if ((rc = launch_scan<MODE_SAMPLE>(S.c, S.s, m->dtype, sp, pl.S))) return rc;
+        size_t psm = (size_t)pl.S * 4 <= 96 * 1024 ? (size_t)pl.S * 4 : 0;
+        SIEVE_CUDA_TRY(cudaFuncSetAttribute(propose_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                            96 * 1024));
+        propose_kernel<<<n_queries, 512, psm, S.s>>>(
+            S.at<float>(S.L.sample), pl.S, (uint32_t)s_e, j, j2, p->force_boundary,
+            p->forced_boundary, S.at<uint32_t>(S.L.thr), S.at<uint32_t>(S.L.thr2),
+            S.at<float>(S.L.hi), S.at<float>(S.L.edges), S.at<uint32_t>(S.L.hist),
+            S.at<uint32_t>(S.L.cnt));
+        SIEVE_CUDA_LAUNCH_CHECK();
+        st.rows_sampled = (uint64_t)pl.S * n_queries;
+        t_sample = sieve__now_ms(); /* launch time only: the scan's sync below waits for both */
+
+        /* the fused scan */
+        sp = S.sp;
+        sp.q = S.at<void>(S.L.qprep);
+        sp.nq = n_queries;
+        sp.thr = S.at<uint32_t>(S.L.thr);
+        sp.edges = S.at<float>(S.L.edges);
+        sp.hist = S.at<uint32_t>(S.L.hist);
+        sp.cnt = S.at<uint32_t>(S.L.cnt);
+        sp.cand = S.at<uint64_t>(S.L.cand);
+        sp.cap = pl.cap;
+        sp.tighten = (p->flags & SIEVE_SEARCH_NO_TIGHTEN) ? 0 : 1;
+        S.sp = sp; /* rescans reuse the state arrays */
+        if ((rc = launch_scan<MODE_GATE>(S.c, S.s, m->dtype, sp, (uint32_t)m->n_rows))) return rc;
+        st.rows_scanned += (uint64_t)m->n_rows * n_queries;
+        /* certify; recover what is not certified (one sync for counts and boundaries) */
+        std::vector<uint32_t> cnt(n_queries), thr2(n_queries);
+        SIEVE_CUDA_TRY(cudaMemcpyAsync(thr2.data(), S.at<uint32_t>(S.L.thr2), n_queries * 4,
+                                       cudaMemcpyDeviceToHost, S.s));
+        if ((rc = fetch_cnt(S, cnt))) return rc;
+        std::vector<uint32_t> rq;
+        std::vector<float> rlo;
+        for (uint32_t q = 0; q < n_queries; q++) {
+            st.candidates_admitted += cnt[q];
+            bool enough = (uint64_t)cnt[q] >= pl.k || (uint64_t)cnt[q] >= n_e;
+            if (enough && cnt[q] <= pl.cap) {
+                use[q] = 1;
+                continue;
+            }
+            if (cnt[q] > pl.cap) {
+                float e;
+                if ((rc = overflow_edge(S, q, &e))) return rc;
+                path[q] = SIEVE_PATH_OVERFLOW;
+                rq.push_back(q);
+                rlo.push_back(e);
+            } else if (thr2[q] != NEG_INF_ORD) {
+                path[q] = SIEVE_PATH_UNDERFILL;
+                rq.push_back(q);
+                rlo.push_back(host_float_of_ord(thr2[q]));
+            } else {
+                path[q] = SIEVE_PATH_FULL;
+                all_full.push_back(q);
+            }
+        }
+        if (!rq.empty()) {
+            if ((rc = rescan(S, rq, rlo))) return rc;
+            st.rescans += rq.size();
+            st.rows_scanned += (uint64_t)m->n_rows * rq.size();
+            if ((rc = fetch_cnt(S, cnt))) return rc;
+            for (uint32_t q : rq) {
+                bool enough = (uint64_t)cnt[q] >= pl.k || (uint64_t)cnt[q] >= n_e;
+                if (enough && cnt[q] <= pl.cap) {
+                    use[q] = 1;
+                } else {
+                    path[q] = SIEVE_PATH_FULL;
+                    all_full.push_back(q);
+                }
+            }
+        }
+    }
+    double t_scan = sieve__now_ms();
+
+    /* select: sort the certified queries' candidates, then the full-path queries */
+    if (!direct) {
+        unsigned char *used = S.at<unsigned char>(S.L.use);
+        SIEVE_CUDA_TRY(cudaMemcpyAsync(used, use.data(), n_queries, cudaMemcpyHostToDevice, S.s));
+        int64_t *beg = S.at<int64_t>(S.L.segb), *end = S.at<int64_t>(S.L.sege);
+        segments_kernel<<<(n_queries + 255) / 256, 256, 0, S.s>>>(S.at<uint32_t>(S.L.cnt), used,
+                                                                n_queries, pl.cap, beg, end);
+        SIEVE_CUDA_LAUNCH_CHECK();
+        size_t tb = S.L.cub_bytes;
+        SIEVE_CUDA_TRY(cub::DeviceSegmentedSort::SortKeys(
+            S.at<void>(S.L.cub), tb, S.at<uint64_t>(S.L.cand), S.at<uint64_t>(S.L.sorted),
+            (int64_t)n_queries * pl.cap, (int64_t)n_queries, beg, end, S.s));
+        dim3 grid((pl.k + 255) / 256 < 64 ? (pl.k + 255) / 256 : 64,
+                  n_queries < 65535 ? n_queries : 65535);
+        extract_kernel<<<grid, 256, 0, S.s>>>(S.at<uint64_t>(S.L.sorted), pl.cap,
+                                              S.at<uint32_t>(S.L.cnt), 0, used, nullptr, n_queries,
+                                              pl.k, p->metric, S.at<float>(S.L.qn2),
+                                              S.at<int64_t>(S.L.outrows), S.at<float>(S.L.outscores),
+                                              S.at<uint32_t>(S.L.outcounts));
+        SIEVE_CUDA_LAUNCH_CHECK();
+        SIEVE_CUDA_TRY(cudaStreamSynchronize(S.s)); /* `use` must outlive the copy */
+    }
+    if (!all_full.empty()) {
+        if ((rc = full_path(S, all_full, &st))) return rc;
+    }
+    if ((rc = download_results(S, out_rows, out_scores, out_counts))) return rc;
+    double t_end = sieve__now_ms();
+
+    for (uint32_t q = 0; q < n_queries; q++) st.path_count[path[q]]++;
+    if (out_paths) memcpy(out_paths, path.data(), n_queries);
+    st.ms_sample = t_sample - t0;
+    st.ms_scan = t_scan - t_sample;
+    st.ms_select = t_end - t_scan;
+    st.ms_total = t_end - t0;
+    if (stats) *stats = st;
+    return 0;
 }
 
 extern "C" int sieve__cuda_knn_materialized(void *ctx, const sieve_matrix *m,
@@ -30,5 +933,27 @@ extern "C" int sieve__cuda_knn_materialized(void *ctx, const sieve_matrix *m,
                                             const sieve_search_params *p, int64_t *out_rows,
                                             float *out_scores, uint32_t *out_counts,
                                             sieve_search_stats *stats) {
-    return SIEVE_ENOTSUP;
+    double t0 = sieve__now_ms();
+    Search S;
+    int rc = setup(S, ctx, m, n_queries, p, true);
+    if (rc) return rc;
+    rc = make_layout(S.pl, m->n_rows, true, &S.L);
+    if (rc) return rc;
+    void *buf = NULL;
+    SIEVE_CUDA_TRY(cudaMalloc(&buf, S.L.total));
+    S.base = (unsigned char *)buf;
+    sieve_search_stats st;
+    memset(&st, 0, sizeof st);
+    st.queries = n_queries;
+    std::vector<uint32_t> all(n_queries);
+    for (uint32_t q = 0; q < n_queries; q++) all[q] = q;
+    rc = upload_queries(S, queries);
+    if (!rc) rc = full_path(S, all, &st);
+    if (!rc) rc = download_results(S, out_rows, out_scores, out_counts);
+    cudaFree(buf);
+    if (rc) return rc;
+    st.path_count[SIEVE_PATH_FULL] = n_queries;
+    st.ms_total = sieve__now_ms() - t0;
+    if (stats) *stats = st;
+    return 0;
 }

@@ -1,0 +1,432 @@
+/* sieve_bench.c: sieve-bench, the kernel-level benchmark.
+ *
+ * Owns: the `knn` mode (fused search vs the in-house materialized path on synthetic data,
+ * with exactness checks, the floor and percent of floor, recovery-path counts) and its
+ * table and JSON output. Must not: touch the store or the server.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "sieve_kernels.h"
+
+#define MAXLIST 32
+
+typedef struct knn_opts {
+    const char *device;
+    sieve_dtype dtypes[4];
+    int n_dtypes;
+    uint64_t ns[MAXLIST];
+    int n_ns;
+    uint32_t batches[MAXLIST];
+    int n_batches;
+    uint32_t ks[MAXLIST];
+    int n_ks;
+    uint32_t dim, rpp;
+    sieve_metric metric;
+    sieve_pattern pattern;
+    int repeat, warmup, mat_repeat;
+    int validate;       /* 0 none, 1 fused == materialized */
+    int materialized;   /* time the materialized baseline */
+    double bw_gbs, tflops_f16, tflops_bf16, tflops_f32;
+    const char *json;
+    uint64_t seed;
+} knn_opts;
+
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *v, int n) {
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+static int parse_list_u64(const char *s, uint64_t *out, int max) {
+    int n = 0;
+    char *copy = strdup(s), *save = NULL;
+    if (!copy) return -1;
+    for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        char *end = NULL;
+        errno = 0;
+        double v = strtod(t, &end);
+        uint64_t mult = 1;
+        if (end && (*end == 'k' || *end == 'K')) mult = 1000, end++;
+        else if (end && (*end == 'm' || *end == 'M')) mult = 1000000, end++;
+        if (errno || !end || *end || v <= 0 || n >= max) {
+            free(copy);
+            return -1;
+        }
+        out[n++] = (uint64_t)(v * (double)mult + 0.5);
+    }
+    free(copy);
+    return n;
+}
+
+static int parse_list_u32(const char *s, uint32_t *out, int max) {
+    uint64_t tmp[MAXLIST];
+    int n = parse_list_u64(s, tmp, max < MAXLIST ? max : MAXLIST);
+    for (int i = 0; i < n; i++) {
+        if (tmp[i] > UINT32_MAX) return -1;
+        out[i] = (uint32_t)tmp[i];
+    }
+    return n;
+}
+
+static void knn_usage(FILE *f) {
+    fprintf(f,
+            "usage: sieve-bench knn [options]\n"
+            "\n"
+            "Times the fused exact k-NN search against the in-house materialize-then-sort\n"
+            "path on synthetic data held on the device, checks that both give the same answer,\n"
+            "and reports the floor (stored bytes read once at --bw, or matrix FLOPs at the\n"
+            "dtype's rate, whichever is larger) and the percent of floor reached.\n"
+            "\n"
+            "options (lists are comma separated; 1k = 1000, 1m = 1000000):\n"
+            "  --device SPEC      auto | cpu | cpu:T | cuda:N           (default auto)\n"
+            "  --dtype LIST       float16,bfloat16,float32              (default float16)\n"
+            "  --n LIST           stored rows                            (default 1m)\n"
+            "  --dim D            dimension                              (default 768)\n"
+            "  --batch LIST       queries per call                       (default 1,64)\n"
+            "  --k LIST           results per query                      (default 128)\n"
+            "  --metric M         Dot | Cosine | Euclid                  (default Dot)\n"
+            "  --data P           normal|ties|dups|sorted_asc|sorted_desc|outlier|band\n"
+            "  --rows-per-page R  page size in rows (multiple of 128)    (default 1024)\n"
+            "  --repeat R         timed fused calls per shape (median)   (default 20)\n"
+            "  --warmup W         untimed calls first                    (default 2)\n"
+            "  --no-materialized  skip the materialized baseline and the exactness check\n"
+            "  --mat-repeat R     timed materialized calls               (default 3)\n"
+            "  --bw GBS           memory bandwidth for the floor         (default 4250)\n"
+            "  --tflops-f16 T     --tflops-bf16 T  --tflops-f32 T        (default 708, 730, 50.6)\n"
+            "  --seed S           data and query seed                    (default 1)\n"
+            "  --json FILE        also append one JSON object per shape to FILE\n"
+            "  -h, --help         this help\n");
+}
+
+static int knn_parse(int argc, char **argv, knn_opts *o) {
+    memset(o, 0, sizeof *o);
+    o->device = "auto";
+    o->dtypes[0] = SIEVE_DTYPE_F16;
+    o->n_dtypes = 1;
+    o->ns[0] = 1000000;
+    o->n_ns = 1;
+    o->batches[0] = 1;
+    o->batches[1] = 64;
+    o->n_batches = 2;
+    o->ks[0] = 128;
+    o->n_ks = 1;
+    o->dim = 768;
+    o->rpp = 1024;
+    o->metric = SIEVE_METRIC_DOT;
+    o->pattern = SIEVE_PATTERN_NORMAL;
+    o->repeat = 20;
+    o->warmup = 2;
+    o->mat_repeat = 3;
+    o->materialized = 1;
+    o->validate = 1;
+    o->bw_gbs = 4250;
+    o->tflops_f16 = 708;
+    o->tflops_bf16 = 730;
+    o->tflops_f32 = 50.6;
+    o->seed = 1;
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+#define NEED()                                                                  \
+    do {                                                                        \
+        if (!v) {                                                               \
+            fprintf(stderr, "sieve-bench knn: %s needs a value\n", a);          \
+            return -1;                                                          \
+        }                                                                       \
+        i++;                                                                    \
+    } while (0)
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            knn_usage(stdout);
+            exit(0);
+        } else if (!strcmp(a, "--device")) {
+            NEED();
+            o->device = v;
+        } else if (!strcmp(a, "--dtype")) {
+            NEED();
+            char *copy = strdup(v), *save = NULL;
+            o->n_dtypes = 0;
+            for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+                if (o->n_dtypes >= 4 || sieve_dtype_parse(t, &o->dtypes[o->n_dtypes])) {
+                    fprintf(stderr, "sieve-bench knn: bad --dtype '%s' (float16, bfloat16, float32)\n", t);
+                    free(copy);
+                    return -1;
+                }
+                o->n_dtypes++;
+            }
+            free(copy);
+        } else if (!strcmp(a, "--n")) {
+            NEED();
+            if ((o->n_ns = parse_list_u64(v, o->ns, MAXLIST)) <= 0) goto bad;
+        } else if (!strcmp(a, "--batch")) {
+            NEED();
+            if ((o->n_batches = parse_list_u32(v, o->batches, MAXLIST)) <= 0) goto bad;
+        } else if (!strcmp(a, "--k")) {
+            NEED();
+            if ((o->n_ks = parse_list_u32(v, o->ks, MAXLIST)) <= 0) goto bad;
+        } else if (!strcmp(a, "--dim")) {
+            NEED();
+            o->dim = (uint32_t)atoi(v);
+            if (o->dim == 0) goto bad;
+        } else if (!strcmp(a, "--rows-per-page")) {
+            NEED();
+            o->rpp = (uint32_t)atoi(v);
+            if (o->rpp == 0 || o->rpp % 128) goto bad;
+        } else if (!strcmp(a, "--metric")) {
+            NEED();
+            if (sieve_metric_parse(v, &o->metric)) goto bad;
+        } else if (!strcmp(a, "--data")) {
+            NEED();
+            if (sieve_pattern_parse(v, &o->pattern)) goto bad;
+        } else if (!strcmp(a, "--repeat")) {
+            NEED();
+            o->repeat = atoi(v);
+            if (o->repeat <= 0) goto bad;
+        } else if (!strcmp(a, "--warmup")) {
+            NEED();
+            o->warmup = atoi(v);
+        } else if (!strcmp(a, "--mat-repeat")) {
+            NEED();
+            o->mat_repeat = atoi(v);
+            if (o->mat_repeat <= 0) goto bad;
+        } else if (!strcmp(a, "--no-materialized")) {
+            o->materialized = 0;
+            o->validate = 0;
+        } else if (!strcmp(a, "--bw")) {
+            NEED();
+            o->bw_gbs = atof(v);
+        } else if (!strcmp(a, "--tflops-f16")) {
+            NEED();
+            o->tflops_f16 = atof(v);
+        } else if (!strcmp(a, "--tflops-bf16")) {
+            NEED();
+            o->tflops_bf16 = atof(v);
+        } else if (!strcmp(a, "--tflops-f32")) {
+            NEED();
+            o->tflops_f32 = atof(v);
+        } else if (!strcmp(a, "--seed")) {
+            NEED();
+            o->seed = strtoull(v, NULL, 10);
+        } else if (!strcmp(a, "--json")) {
+            NEED();
+            o->json = v;
+        } else {
+            fprintf(stderr, "sieve-bench knn: unknown option '%s' (see --help)\n", a);
+            return -1;
+        }
+        continue;
+    bad:
+        fprintf(stderr, "sieve-bench knn: bad value '%s' for %s (see --help)\n", v, a);
+        return -1;
+#undef NEED
+    }
+    return 0;
+}
+
+/* Queries: normal, or along e0 for the sorted patterns so their keys really are sorted. */
+static float *make_queries(sieve_device *host, uint32_t nq, uint32_t dim, sieve_pattern pat,
+                           uint64_t seed) {
+    float *q = malloc((size_t)nq * dim * sizeof *q);
+    if (!q) return NULL;
+    sieve_device_fill_normal(host, q, SIEVE_DTYPE_F32, (size_t)nq * dim, seed ^ 0xabcdefull, 1.0f);
+    if (pat == SIEVE_PATTERN_SORTED_ASC || pat == SIEVE_PATTERN_SORTED_DESC) {
+        for (uint32_t i = 0; i < nq; i++) {
+            for (uint32_t j = 1; j < dim; j++) q[(size_t)i * dim + j] *= 0.01f;
+            q[(size_t)i * dim] = 1.0f;
+        }
+    }
+    return q;
+}
+
+static double tflops_for(const knn_opts *o, sieve_dtype dt) {
+    return dt == SIEVE_DTYPE_F16 ? o->tflops_f16 : dt == SIEVE_DTYPE_BF16 ? o->tflops_bf16 : o->tflops_f32;
+}
+
+static int run_knn(int argc, char **argv) {
+    knn_opts o;
+    if (knn_parse(argc, argv, &o)) return 2;
+    sieve_device *dev = NULL, *host = NULL;
+    int rc = sieve_device_open(o.device, &dev);
+    if (rc) {
+        fprintf(stderr, "sieve-bench: cannot open device '%s': %s\n", o.device, sieve_strerror(rc));
+        return 1;
+    }
+    sieve_device_open("cpu:1", &host);
+    sieve_device_info info;
+    sieve_device_get_info(dev, &info);
+    FILE *js = NULL;
+    if (o.json && !(js = fopen(o.json, "a"))) {
+        fprintf(stderr, "sieve-bench: cannot open %s: %s\n", o.json, strerror(errno));
+        return 1;
+    }
+    printf("# sieve-bench knn on %s; dim %u, metric %s, data %s, %d timed calls (median)\n",
+           info.name, o.dim, sieve_metric_name(o.metric), sieve_pattern_name(o.pattern), o.repeat);
+    printf("# floor = max(stored bytes / %.0f GB/s, 2*B*N*dim / dtype rate); times are whole\n"
+           "# sieve_knn calls (query upload, sample, scan, select, result download)\n",
+           o.bw_gbs);
+    printf("%-9s %-8s %5s %6s %10s %10s %9s %7s %10s %8s %s\n", "N", "dtype", "B", "k",
+           "fused_ms", "mat_ms", "floor_ms", "%floor", "admit/q", "exact", "paths(c/u/o/f/d)");
+    int failures = 0;
+    for (int di = 0; di < o.n_dtypes; di++) {
+        sieve_dtype dt = o.dtypes[di];
+        for (int ni = 0; ni < o.n_ns; ni++) {
+            uint64_t n = o.ns[ni];
+            sieve_dev_matrix *dm = NULL;
+            rc = sieve_dev_matrix_create(dev, dt, n, o.dim, o.rpp, &dm);
+            if (!rc) rc = sieve_device_fill_rows(dev, sieve_dev_matrix_rows(dm), dt, n, o.dim,
+                                                 o.pattern, o.seed);
+            if (!rc && o.metric == SIEVE_METRIC_EUCLID) rc = sieve_dev_matrix_update_norms(dm);
+            if (rc) {
+                fprintf(stderr, "sieve-bench: cannot build %llu x %u %s matrix: %s\n",
+                        (unsigned long long)n, o.dim, sieve_dtype_name(dt), sieve_strerror(rc));
+                sieve_dev_matrix_destroy(dm);
+                failures++;
+                continue;
+            }
+            const sieve_matrix *m = sieve_dev_matrix_view(dm);
+            for (int bi = 0; bi < o.n_batches; bi++) {
+                uint32_t B = o.batches[bi];
+                float *q = make_queries(host, B, o.dim, o.pattern, o.seed + B);
+                for (int ki = 0; ki < o.n_ks; ki++) {
+                    uint32_t k = o.ks[ki];
+                    if (k > n) continue;
+                    sieve_search_params p;
+                    sieve_search_params_init(&p, o.metric, k);
+                    size_t nr = (size_t)B * k;
+                    int64_t *rows = malloc(nr * 8), *mrows = malloc(nr * 8);
+                    float *sc = malloc(nr * 4), *msc = malloc(nr * 4);
+                    uint32_t *cnt = malloc((size_t)B * 4), *mcnt = malloc((size_t)B * 4);
+                    size_t sb = 0;
+                    void *scratch = NULL;
+                    rc = (rows && mrows && sc && msc && cnt && mcnt) ? 0 : SIEVE_ENOMEM;
+                    if (!rc) rc = sieve_knn_scratch_size(dev, m, B, &p, &sb);
+                    if (!rc) rc = sieve_device_alloc(dev, sb, &scratch);
+                    sieve_search_stats st;
+                    memset(&st, 0, sizeof st);
+                    double *t = calloc((size_t)o.repeat + (size_t)o.mat_repeat, sizeof *t);
+                    for (int r = 0; !rc && r < o.warmup; r++)
+                        rc = sieve_knn(dev, m, q, B, &p, scratch, sb, rows, sc, cnt, NULL, &st);
+                    for (int r = 0; !rc && r < o.repeat; r++) {
+                        double t0 = now_ms();
+                        rc = sieve_knn(dev, m, q, B, &p, scratch, sb, rows, sc, cnt, NULL, &st);
+                        t[r] = now_ms() - t0;
+                    }
+                    double fused = rc ? NAN : median(t, o.repeat);
+                    double mat = NAN;
+                    const char *exact = "-";
+                    if (!rc && o.materialized) {
+                        for (int r = 0; !rc && r < o.mat_repeat; r++) {
+                            double t0 = now_ms();
+                            rc = sieve_knn_materialized(dev, m, q, B, &p, mrows, msc, mcnt, NULL);
+                            t[r] = now_ms() - t0;
+                        }
+                        if (!rc) mat = median(t, o.mat_repeat);
+                        if (!rc && o.validate) {
+                            size_t bad = 0;
+                            for (size_t i = 0; i < nr; i++)
+                                if (rows[i] != mrows[i] || memcmp(&sc[i], &msc[i], 4)) bad++;
+                            for (uint32_t i = 0; i < B; i++)
+                                if (cnt[i] != mcnt[i]) bad++;
+                            exact = bad ? "MISMATCH" : "yes";
+                            if (bad) {
+                                failures++;
+                                for (size_t i = 0, shown = 0; i < nr && shown < 5; i++)
+                                    if (rows[i] != mrows[i] || memcmp(&sc[i], &msc[i], 4)) {
+                                        fprintf(stderr,
+                                                "  mismatch q=%zu i=%zu: fused (%lld, %.9g) "
+                                                "materialized (%lld, %.9g)\n",
+                                                i / k, i % k, (long long)rows[i], sc[i],
+                                                (long long)mrows[i], msc[i]);
+                                        shown++;
+                                    }
+                            }
+                        }
+                    }
+                    if (rc) {
+                        fprintf(stderr, "sieve-bench: N=%llu B=%u k=%u failed: %s\n",
+                                (unsigned long long)n, B, k, sieve_strerror(rc));
+                        failures++;
+                    }
+                    double bytes = (double)n * o.dim * (double)sieve_dtype_size(dt);
+                    double flops = 2.0 * B * (double)n * o.dim;
+                    double floor_ms = fmax(bytes / (o.bw_gbs * 1e9), flops / (tflops_for(&o, dt) * 1e12)) * 1e3;
+                    if (info.kind == SIEVE_DEVICE_CPU) floor_ms = NAN;
+                    printf("%-9llu %-8s %5u %6u %10.3f %10.3f %9.3f %6.0f%% %10.0f %8s "
+                           "%llu/%llu/%llu/%llu/%llu\n",
+                           (unsigned long long)n, sieve_dtype_name(dt), B, k, fused, mat, floor_ms,
+                           100.0 * floor_ms / fused, (double)st.candidates_admitted / B, exact,
+                           (unsigned long long)st.path_count[0], (unsigned long long)st.path_count[1],
+                           (unsigned long long)st.path_count[2], (unsigned long long)st.path_count[3],
+                           (unsigned long long)st.path_count[4]);
+                    fflush(stdout);
+                    if (js)
+                        fprintf(js,
+                                "{\"mode\":\"knn\",\"device\":\"%s\",\"n\":%llu,\"dim\":%u,"
+                                "\"dtype\":\"%s\",\"metric\":\"%s\",\"data\":\"%s\",\"batch\":%u,"
+                                "\"k\":%u,\"fused_ms\":%.4f,\"materialized_ms\":%.4f,"
+                                "\"floor_ms\":%.4f,\"exact\":\"%s\",\"admitted_per_query\":%.1f,"
+                                "\"sample_ms\":%.4f,\"scan_ms\":%.4f,\"select_ms\":%.4f,"
+                                "\"paths\":[%llu,%llu,%llu,%llu,%llu]}\n",
+                                info.name, (unsigned long long)n, o.dim, sieve_dtype_name(dt),
+                                sieve_metric_name(o.metric), sieve_pattern_name(o.pattern), B, k,
+                                fused, mat, floor_ms, exact, (double)st.candidates_admitted / B,
+                                st.ms_sample, st.ms_scan, st.ms_select,
+                                (unsigned long long)st.path_count[0], (unsigned long long)st.path_count[1],
+                                (unsigned long long)st.path_count[2], (unsigned long long)st.path_count[3],
+                                (unsigned long long)st.path_count[4]);
+                    free(t);
+                    sieve_device_free(dev, scratch);
+                    free(rows);
+                    free(mrows);
+                    free(sc);
+                    free(msc);
+                    free(cnt);
+                    free(mcnt);
+                    rc = 0;
+                }
+                free(q);
+            }
+            sieve_dev_matrix_destroy(dm);
+        }
+    }
+    if (js) fclose(js);
+    sieve_device_close(host);
+    sieve_device_close(dev);
+    if (failures) fprintf(stderr, "sieve-bench knn: %d failures\n", failures);
+    return failures ? 1 : 0;
+}
+
+static void usage(FILE *f) {
+    fprintf(f,
+            "usage: sieve-bench MODE [options]\n"
+            "\n"
+            "modes:\n"
+            "  knn        fused exact k-NN vs the materialized path (see sieve-bench knn --help)\n");
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
+        usage(argc < 2 ? stderr : stdout);
+        return argc < 2 ? 2 : 0;
+    }
+    if (!strcmp(argv[1], "knn")) return run_knn(argc - 2, argv + 2);
+    fprintf(stderr, "sieve-bench: unknown mode '%s'\n", argv[1]);
+    usage(stderr);
+    return 2;
+}

@@ -1,0 +1,593 @@
+/* scan.cuh: the fused scoring kernels of the CUDA backend, shared by every search path.
+ *
+ * Owns: the one scoring main loop per element type (tensor-core mma.sync for float16 and
+ * bfloat16 with float32 accumulation; an exact float32 FFMA loop for float32 storage) and
+ * its three epilogues:
+ *   MODE_GATE    gate each key against the query's boundary, append passing (key,row) pairs
+ *                to the query's candidate buffer, count them in the bin histogram and tighten
+ *                the boundary (the fused path; the score matrix is never written);
+ *   MODE_SAMPLE  score a fixed-stride sample of the rows and write the sample keys;
+ *   MODE_MAT     write every packed (key,row) of the row (the materialized oracle / full path).
+ * Every mode runs the same main loop with the same per-element accumulation order, so a key
+ * is bit-identical whichever mode, tile shape or batch position produced it.
+ * Must not: allocate, synchronise the host, or know about the store.
+ */
+#ifndef SIEVE_CUDA_SCAN_CUH
+#define SIEVE_CUDA_SCAN_CUH
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <stdint.h>
+
+namespace sieve_cuda {
+
+constexpr int NBINS = 256;          /* histogram bins per query */
+constexpr int MODE_GATE = 0;
+constexpr int MODE_SAMPLE = 1;
+constexpr int MODE_MAT = 2;
+constexpr uint64_t EMPTY_SLOT = ~0ull; /* sorts after every real (key,row) */
+
+/* Order-preserving map float -> uint32 (larger float, larger uint). */
+__host__ __device__ inline uint32_t ord_of_bits(uint32_t u) {
+    return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+}
+__host__ __device__ inline uint32_t bits_of_ord(uint32_t o) {
+    return (o & 0x80000000u) ? (o & 0x7fffffffu) : ~o;
+}
+__device__ inline uint32_t ord_of(float f) { return ord_of_bits(__float_as_uint(f)); }
+__device__ inline float float_of_ord(uint32_t o) { return __uint_as_float(bits_of_ord(o)); }
+
+/* Candidate packing: ascending order of the packed value = key descending, row ascending. */
+__device__ inline uint64_t pack_cand(float key, uint32_t row) {
+    return ((uint64_t)(~ord_of(key)) << 32) | row;
+}
+__device__ inline float cand_key(uint64_t v) { return float_of_ord(~(uint32_t)(v >> 32)); }
+__device__ inline uint32_t cand_row(uint64_t v) { return (uint32_t)v; }
+
+struct ScanParams {
+    /* the stored matrix (device memory) */
+    const void *const *pages;
+    const float *const *norm_pages;
+    const uint64_t *deleted;
+    const uint64_t *allowed;
+    uint32_t rpp, dim, dpad, n_rows;
+    int metric;                 /* SIEVE_METRIC_* */
+    /* queries: [nq_pad][dpad] of the element type (float for float32 storage), zero padded */
+    const void *q;
+    uint32_t nq;
+    uint32_t nqt;               /* query tiles; block b covers row tile b / nqt, query tile b % nqt */
+    /* MODE_SAMPLE: logical row i is physical row s_offset + i * s_stride, i < s_count */
+    uint32_t s_offset, s_stride, s_count;
+    float *sample_out;          /* [nq][s_count] */
+    /* MODE_GATE */
+    uint32_t *thr;              /* [nq] ordered-uint boundary (only rises) */
+    const float *edges;         /* [nq][NBINS] lower bin edges, non-decreasing */
+    uint32_t *hist;             /* [nq][NBINS] */
+    uint32_t *cnt;              /* [nq] admitted (counts past cap too) */
+    uint64_t *cand;             /* [nq][cap] */
+    uint32_t cap, k, tighten;
+    const uint32_t *qmap;       /* MODE_GATE: state slot of launch query j (NULL = j) */
+    /* MODE_MAT */
+    uint64_t *mat;              /* [nq][mat_ld] */
+    uint64_t mat_ld;
+};
+
+/* Bin of key in the query's edge table: edges[b] <= key < edges[b+1] (top bin open). */
+__device__ inline int bin_of(float key, const float *edges) {
+    float lo = edges[0];
+    float w = edges[1] - edges[0];
+    int b = 0;
+    if (w > 0.f) {
+        float x = (key - lo) / w;
+        b = x >= (float)(NBINS - 1) ? NBINS - 1 : (x > 0.f ? (int)x : 0);
+    }
+    while (b > 0 && key < edges[b]) b--;
+    while (b < NBINS - 1 && key >= edges[b + 1]) b++;
+    return b;
+}
+
+/* Raises the query's boundary to the highest lower edge whose admitted count (a lower
+ * bound, read while other threads still add) already reaches k. */
+__device__ inline void tighten_boundary(const ScanParams &p, uint32_t q) {
+    const uint32_t *h = p.hist + (size_t)q * NBINS;
+    const float *e = p.edges + (size_t)q * NBINS;
+    uint32_t cum = 0;
+    for (int b = NBINS - 1; b >= 0; b--) {
+        cum += __ldcg(h + b);
+        if (cum >= p.k) {
+            atomicMax(p.thr + q, ord_of(e[b]));
+            return;
+        }
+    }
+}
+
+__device__ inline uint32_t slot_of(const ScanParams &p, uint32_t q) {
+    return p.qmap ? p.qmap[q] : q;
+}
+
+/* The epilogue for one computed dot product. row is physical, ql the query. */
+template <int MODE>
+__device__ inline void emit(const ScanParams &p, uint32_t li, uint32_t row, uint32_t q,
+                            float dot, float norm, bool elig, float thr) {
+    float key = p.metric == 2 ? 2.0f * dot - norm : dot;
+    if (MODE == MODE_SAMPLE) {
+        p.sample_out[(size_t)q * p.s_count + li] = elig ? key : -__int_as_float(0x7f800000);
+    } else if (MODE == MODE_MAT) {
+        p.mat[(size_t)q * p.mat_ld + row] = elig ? pack_cand(key, row) : EMPTY_SLOT;
+    } else {
+        if (!elig || !(key >= thr)) return;
+        q = slot_of(p, q);
+        /* once a query overflowed its buffer, further admissions only cost atomics: the
+           host recovers it anyway, from a histogram that stays a valid lower bound */
+        if (__ldcg(p.cnt + q) > p.cap) return;
+        uint32_t pos = atomicAdd(p.cnt + q, 1u);
+        if (pos < p.cap) p.cand[(size_t)q * p.cap + pos] = pack_cand(key, row);
+        atomicAdd(p.hist + (size_t)q * NBINS + bin_of(key, p.edges + (size_t)q * NBINS), 1u);
+        uint32_t n = pos + 1;
+        uint32_t step = p.k > 256 ? p.k : 256;
+        if (p.tighten && (n == p.k || (n > p.k && n % step == 0))) tighten_boundary(p, q);
+    }
+}
+
+/* ------------------------------------------------------------------ shared CTA prologue */
+
+/* Per-CTA row table: pointer, eligibility and norm of each of the BM logical rows. */
+template <typename T, int BM, int MODE>
+__device__ inline void load_rows(const ScanParams &p, uint32_t row0, const T **rowptr,
+                                 uint32_t *rowid, unsigned char *elig, float *norm) {
+    const uint32_t L = MODE == MODE_SAMPLE ? p.s_count : p.n_rows;
+    for (int i = threadIdx.x; i < BM; i += blockDim.x) {
+        uint32_t li = row0 + i;
+        const T *ptr = nullptr;
+        uint32_t r = 0;
+        bool e = false;
+        float nv = 0.f;
+        if (li < L) {
+            r = MODE == MODE_SAMPLE ? p.s_offset + li * p.s_stride : li;
+            ptr = (const T *)p.pages[r / p.rpp] + (size_t)(r % p.rpp) * p.dim;
+            e = true;
+            if (p.deleted && ((p.deleted[r >> 6] >> (r & 63)) & 1ull)) e = false;
+            if (p.allowed && !((p.allowed[r >> 6] >> (r & 63)) & 1ull)) e = false;
+            if (p.metric == 2) nv = p.norm_pages[r / p.rpp][r % p.rpp];
+        }
+        rowptr[i] = ptr;
+        rowid[i] = r;
+        elig[i] = e;
+        norm[i] = nv;
+    }
+}
+
+__device__ inline void cp_async16(void *smem, const void *gmem, int src_bytes) {
+    unsigned s = (unsigned)__cvta_generic_to_shared(smem);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem),
+                 "r"(src_bytes));
+}
+__device__ inline void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int N>
+__device__ inline void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
+
+/* ------------------------------------------------------------------ tensor-core main loop */
+
+template <typename T> struct MmaOp;
+template <> struct MmaOp<__half> {
+    __device__ static inline void run(float *c, const uint32_t *a, const uint32_t *b) {
+        asm volatile(
+            "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, "
+            "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+            : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+    }
+};
+template <> struct MmaOp<__nv_bfloat16> {
+    __device__ static inline void run(float *c, const uint32_t *a, const uint32_t *b) {
+        asm volatile(
+            "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, "
+            "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+            : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+    }
+};
+
+__device__ inline void ldmatrix_x4(uint32_t *r, const void *smem) {
+    unsigned s = (unsigned)__cvta_generic_to_shared(smem);
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(s));
+}
+
+template <int BM, int BN, int STAGES>
+struct MmaSmem {
+    static constexpr int KC = 64;        /* elements per K chunk */
+    static constexpr int LDS = KC + 8;   /* padded smem row: conflict-free ldmatrix */
+    static constexpr size_t bytes = (size_t)STAGES * (BM + BN) * LDS * 2;
+};
+
+/* CTA: BM logical rows x BN queries; warps WM x WN; each warp (BM/WM) x (BN/WN).
+ * VEC: rows are 16-byte aligned and dim % 8 == 0 (cp.async); else element-wise loads. */
+template <typename T, int BM, int BN, int WM, int WN, int STAGES, int MODE, bool VEC>
+__global__ void __launch_bounds__(WM *WN * 32)
+scan_mma_kernel(ScanParams p) {
+    using S = MmaSmem<BM, BN, STAGES>;
+    constexpr int KC = S::KC, LDS = S::LDS, NT = WM * WN * 32;
+    constexpr int WTM = BM / WM, WTN = BN / WN;
+    constexpr int MT = WTM / 16, NTL = WTN / 8;
+    static_assert(WTM % 16 == 0 && WTN % 16 == 0, "warp tile must be a multiple of 16");
+
+    extern __shared__ __align__(16) unsigned char smem_raw[];
+    T *As = (T *)smem_raw;
+    T *Bs = As + (size_t)STAGES * BM * LDS;
+    __shared__ const T *rowptr[BM];
+    __shared__ uint32_t rowid[BM];
+    __shared__ unsigned char elig[BM];
+    __shared__ float rnorm[BM];
+    __shared__ float thr_s[BN];
+
+    const uint32_t row0 = (blockIdx.x / p.nqt) * BM;
+    const uint32_t q0 = (blockIdx.x % p.nqt) * BN;
+    const T *qbase = (const T *)p.q + (size_t)q0 * p.dpad;
+    load_rows<T, BM, MODE>(p, row0, rowptr, rowid, elig, rnorm);
+    if (MODE == MODE_GATE)
+        for (int i = threadIdx.x; i < BN; i += NT)
+            thr_s[i] = q0 + i < p.nq ? float_of_ord(__ldcg(p.thr + slot_of(p, q0 + i))) : 0.f;
+    __syncthreads();
+
+    const int KT = p.dpad / KC;
+    auto load_stage = [&](int st, int kt) {
+        const int k0 = kt * KC;
+        T *as = As + (size_t)st * BM * LDS;
+        T *bs = Bs + (size_t)st * BN * LDS;
+        if (VEC) {
+            for (int i = threadIdx.x; i < BM * (KC / 8); i += NT) {
+                int r = i / (KC / 8), c = (i % (KC / 8)) * 8;
+                const T *src = rowptr[r];
+                bool ok = src && (k0 + c < (int)p.dim);
+                cp_async16(as + r * LDS + c, ok ? (const void *)(src + k0 + c) : p.q, ok ? 16 : 0);
+            }
+        } else {
+            for (int i = threadIdx.x; i < BM * KC; i += NT) {
+                int r = i / KC, c = i % KC;
+                const T *src = rowptr[r];
+                T v = (src && k0 + c < (int)p.dim) ? src[k0 + c] : T(0.f);
+                as[r * LDS + c] = v;
+            }
+        }
+        for (int i = threadIdx.x; i < BN * (KC / 8); i += NT) {
+            int r = i / (KC / 8), c = (i % (KC / 8)) * 8;
+            cp_async16(bs + r * LDS + c, qbase + (size_t)r * p.dpad + k0 + c, 16);
+        }
+    };
+
+    float acc[MT][NTL][4];
+#pragma unroll
+    for (int i = 0; i < MT; i++)
+#pragma unroll
+        for (int j = 0; j < NTL; j++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) acc[i][j][e] = 0.f;
+
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const int wm0 = (warp / WN) * WTM, wn0 = (warp % WN) * WTN;
+
+#pragma unroll
+    for (int s = 0; s < STAGES - 1; s++) {
+        if (s < KT) load_stage(s, s);
+        cp_async_commit();
+    }
+    for (int kt = 0; kt < KT; kt++) {
+        cp_async_wait<STAGES - 2>();
+        __syncthreads();
+        int nk = kt + STAGES - 1;
+        if (nk < KT) load_stage(nk % STAGES, nk);
+        cp_async_commit();
+        const T *as = As + (size_t)(kt % STAGES) * BM * LDS;
+        const T *bs = Bs + (size_t)(kt % STAGES) * BN * LDS;
+#pragma unroll
+        for (int kk = 0; kk < KC; kk += 16) {
+            uint32_t af[MT][4], bf[NTL][2];
+#pragma unroll
+            for (int mt = 0; mt < MT; mt++)
+                ldmatrix_x4(af[mt], as + (wm0 + mt * 16 + (lane % 16)) * LDS + kk + (lane / 16) * 8);
+#pragma unroll
+            for (int np = 0; np < NTL / 2; np++) {
+                uint32_t r4[4];
+                ldmatrix_x4(r4, bs + (wn0 + np * 16 + (lane % 8) + (lane / 16) * 8) * LDS + kk +
+                                    ((lane / 8) % 2) * 8);
+                bf[2 * np][0] = r4[0];
+                bf[2 * np][1] = r4[1];
+                bf[2 * np + 1][0] = r4[2];
+                bf[2 * np + 1][1] = r4[3];
+            }
+#pragma unroll
+            for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+                for (int nt = 0; nt < NTL; nt++) MmaOp<T>::run(acc[mt][nt], af[mt], bf[nt]);
+        }
+    }
+    cp_async_wait<0>();
+
+    const int g = lane / 4, t = lane % 4;
+#pragma unroll
+    for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+        for (int nt = 0; nt < NTL; nt++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                int rl = wm0 + mt * 16 + g + (e / 2) * 8;
+                int ql = wn0 + nt * 8 + 2 * t + (e % 2);
+                if (!rowptr[rl] || q0 + ql >= p.nq) continue;
+                emit<MODE>(p, row0 + rl, rowid[rl], q0 + ql, acc[mt][nt][e], rnorm[rl], elig[rl],
+                           MODE == MODE_GATE ? thr_s[ql] : 0.f);
+            }
+}
+
+/* ------------------------------------------------------------------ resident-query loop */
+
+/* Smem bytes of the resident kernel: the queries (BN x (dpad+8)) and STAGES row chunks. */
+template <int BN, int STAGES>
+__host__ __device__ inline size_t resident_smem_bytes(uint32_t dpad) {
+    return (size_t)BN * (dpad + 8) * 2 + (size_t)STAGES * 128 * MmaSmem<128, BN, STAGES>::LDS * 2;
+}
+
+/* Persistent CTAs for small batches (memory-bound): the CTA's BN queries stay in shared
+ * memory for the whole launch and only rows stream from memory, through one cp.async
+ * pipeline that runs across tile boundaries. CTA b serves query tile b % nqt and row tiles
+ * b / nqt, + gridDim.x / nqt, ...; the CTAs sharing a row tile run at the same time, so
+ * the row tile comes from HBM once. Rows are 16-byte aligned (dim % 8 == 0), and a tile of
+ * 128 rows never straddles a page (rows_per_page % 128 == 0). Same per-element accumulation
+ * order as scan_mma_kernel: keys are bit-identical. MODE_GATE or MODE_MAT only. */
+template <typename T, int BN, int WM, int WN, int STAGES, int MODE>
+__global__ void __launch_bounds__(WM *WN * 32, 1)
+scan_resident_kernel(ScanParams p) {
+    constexpr int BM = 128, KC = 64, LDS = KC + 8, NT = WM * WN * 32;
+    constexpr int WTM = BM / WM, WTN = BN / WN;
+    constexpr int MT = WTM / 16, NTL = WTN / 8;
+    static_assert(WTM % 16 == 0 && WTN % 16 == 0, "warp tile must be a multiple of 16");
+    extern __shared__ __align__(16) unsigned char smem_raw[];
+    const int QLD = p.dpad + 8;
+    T *Qs = (T *)smem_raw;
+    T *As = Qs + (size_t)BN * QLD;
+
+    const uint32_t qt = blockIdx.x % p.nqt;
+    const uint32_t groups = gridDim.x / p.nqt;
+    const uint32_t grp = blockIdx.x / p.nqt;
+    if (grp >= groups) return;
+    const uint32_t q0 = qt * BN;
+    const uint32_t ntiles = (p.n_rows + BM - 1) / BM;
+    const uint32_t my_tiles = grp < ntiles ? (ntiles - grp + groups - 1) / groups : 0;
+    const int KT = p.dpad / KC;
+    const uint64_t total = (uint64_t)my_tiles * KT;
+
+    /* the resident queries: one cp.async group ahead of the first row chunk */
+    const T *qbase = (const T *)p.q + (size_t)q0 * p.dpad;
+    for (int i = threadIdx.x; i < BN * (int)(p.dpad / 8); i += NT) {
+        int r = i / (p.dpad / 8), c = (i % (p.dpad / 8)) * 8;
+        cp_async16(Qs + (size_t)r * QLD + c, qbase + (size_t)r * p.dpad + c, 16);
+    }
+    cp_async_commit();
+
+    auto load_chunk = [&](uint64_t ci) {
+        if (ci >= total) return;
+        uint32_t tile = grp + (uint32_t)(ci / KT) * groups;
+        int k0 = (int)(ci % KT) * KC;
+        uint32_t row0 = tile * BM;
+        const T *base = (const T *)p.pages[row0 / p.rpp] + (size_t)(row0 % p.rpp) * p.dim;
+        T *as = As + (size_t)(ci % STAGES) * BM * LDS;
+        for (int i = threadIdx.x; i < BM * (KC / 8); i += NT) {
+            int r = i / (KC / 8), c = (i % (KC / 8)) * 8;
+            bool ok = row0 + r < p.n_rows && k0 + c < (int)p.dim;
+            cp_async16(as + r * LDS + c, ok ? (const void *)(base + (size_t)r * p.dim + k0 + c) : p.q,
+                       ok ? 16 : 0);
+        }
+    };
+
+    float acc[MT][NTL][4];
+#pragma unroll
+    for (int i = 0; i < MT; i++)
+#pragma unroll
+        for (int j = 0; j < NTL; j++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) acc[i][j][e] = 0.f;
+
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const int wm0 = (warp / WN) * WTM, wn0 = (warp % WN) * WTN;
+    const int g = lane / 4, t = lane % 4;
+
+#pragma unroll
+    for (int s = 0; s < STAGES - 1; s++) {
+        load_chunk((uint64_t)s);
+        cp_async_commit();
+    }
+    for (uint64_t ci = 0; ci < total; ci++) {
+        cp_async_wait<STAGES - 2>();
+        __syncthreads();
+        load_chunk(ci + STAGES - 1);
+        cp_async_commit();
+        const int kt = (int)(ci % KT);
+        const T *as = As + (size_t)(ci % STAGES) * BM * LDS;
+        const T *qs = Qs + kt * KC;
+#pragma unroll
+        for (int kk = 0; kk < KC; kk += 16) {
+            uint32_t af[MT][4], bf[NTL][2];
+#pragma unroll
+            for (int mt = 0; mt < MT; mt++)
+                ldmatrix_x4(af[mt], as + (wm0 + mt * 16 + (lane % 16)) * LDS + kk + (lane / 16) * 8);
+#pragma unroll
+            for (int np = 0; np < NTL / 2; np++) {
+                uint32_t r4[4];
+                ldmatrix_x4(r4, qs + (size_t)(wn0 + np * 16 + (lane % 8) + (lane / 16) * 8) * QLD +
+                                    kk + ((lane / 8) % 2) * 8);
+                bf[2 * np][0] = r4[0];
+                bf[2 * np][1] = r4[1];
+                bf[2 * np + 1][0] = r4[2];
+                bf[2 * np + 1][1] = r4[3];
+            }
+#pragma unroll
+            for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+                for (int nt = 0; nt < NTL; nt++) MmaOp<T>::run(acc[mt][nt], af[mt], bf[nt]);
+        }
+        if (kt == KT - 1) {
+            /* epilogue of this row tile: straight from registers, nothing stored but
+               candidates (GATE) or the materialized row (MAT) */
+            const uint32_t row0 = (grp + (uint32_t)(ci / KT) * groups) * BM;
+            float thr[NTL][2];
+#pragma unroll
+            for (int nt = 0; nt < NTL; nt++)
+#pragma unroll
+                for (int e = 0; e < 2; e++) {
+                    uint32_t q = q0 + wn0 + nt * 8 + 2 * t + e;
+                    thr[nt][e] = (MODE == MODE_GATE && q < p.nq)
+                                     ? float_of_ord(__ldcg(p.thr + slot_of(p, q)))
+                                     : 0.f;
+                }
+#pragma unroll
+            for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+                for (int h = 0; h < 2; h++) {
+                    uint32_t row = row0 + wm0 + mt * 16 + g + h * 8;
+                    if (row >= p.n_rows) continue;
+                    bool el = true;
+                    if (p.deleted && ((p.deleted[row >> 6] >> (row & 63)) & 1ull)) el = false;
+                    if (p.allowed && !((p.allowed[row >> 6] >> (row & 63)) & 1ull)) el = false;
+                    float nv = p.metric == 2 ? p.norm_pages[row / p.rpp][row % p.rpp] : 0.f;
+#pragma unroll
+                    for (int nt = 0; nt < NTL; nt++)
+#pragma unroll
+                        for (int e = 0; e < 2; e++) {
+                            uint32_t q = q0 + wn0 + nt * 8 + 2 * t + e;
+                            if (q < p.nq)
+                                emit<MODE>(p, row, row, q, acc[mt][nt][h * 2 + e], nv, el, thr[nt][e]);
+                            acc[mt][nt][h * 2 + e] = 0.f;
+                        }
+                }
+        }
+    }
+    cp_async_wait<0>();
+}
+
+/* ------------------------------------------------------------------ exact float32 loop */
+
+/* CTA: BM rows x BN queries, 256 threads, each TM rows x TN queries (strided mapping),
+ * sequential fmaf over k: the same per-element order in every configuration. */
+template <int BM, int BN, int TN, int MODE, bool VEC>
+__global__ void __launch_bounds__(256) scan_f32_kernel(ScanParams p) {
+    constexpr int NT = 256, KC = 16;
+    constexpr int TX = BN / TN, TY = NT / TX, TM = BM / TY;
+    static_assert(TX * TY == NT && TM * TY == BM, "bad f32 tile");
+    __shared__ __align__(16) float As[2][KC][BM + 4];
+    __shared__ __align__(16) float Bs[2][KC][BN + 4];
+    __shared__ const float *rowptr[BM];
+    __shared__ uint32_t rowid[BM];
+    __shared__ unsigned char elig[BM];
+    __shared__ float rnorm[BM];
+    __shared__ float thr_s[BN];
+
+    const uint32_t row0 = (blockIdx.x / p.nqt) * BM;
+    const uint32_t q0 = (blockIdx.x % p.nqt) * BN;
+    const float *qbase = (const float *)p.q + (size_t)q0 * p.dpad;
+    load_rows<float, BM, MODE>(p, row0, rowptr, rowid, elig, rnorm);
+    if (MODE == MODE_GATE)
+        for (int i = threadIdx.x; i < BN; i += NT)
+            thr_s[i] = q0 + i < p.nq ? float_of_ord(__ldcg(p.thr + slot_of(p, q0 + i))) : 0.f;
+    __syncthreads();
+
+    const int tx = threadIdx.x % TX, ty = threadIdx.x / TX;
+    constexpr int AV = BM * KC / 4 / NT; /* float4 per thread for the row tile */
+    constexpr int BV = (BN * KC / 4 + NT - 1) / NT;
+    float4 ra[AV > 0 ? AV : 1], rb[BV];
+    const int KT = p.dpad / KC;
+
+    auto gload = [&](int kt) {
+        const int k0 = kt * KC;
+#pragma unroll
+        for (int v = 0; v < AV; v++) {
+            int i = threadIdx.x + v * NT;
+            int r = i / (KC / 4), c = (i % (KC / 4)) * 4;
+            const float *src = rowptr[r];
+            float4 x = make_float4(0.f, 0.f, 0.f, 0.f);
+            if (src) {
+                if (VEC) {
+                    if (k0 + c < (int)p.dim) x = *(const float4 *)(src + k0 + c);
+                } else {
+                    if (k0 + c + 0 < (int)p.dim) x.x = src[k0 + c + 0];
+                    if (k0 + c + 1 < (int)p.dim) x.y = src[k0 + c + 1];
+                    if (k0 + c + 2 < (int)p.dim) x.z = src[k0 + c + 2];
+                    if (k0 + c + 3 < (int)p.dim) x.w = src[k0 + c + 3];
+                }
+            }
+            ra[v] = x;
+        }
+#pragma unroll
+        for (int v = 0; v < BV; v++) {
+            int i = threadIdx.x + v * NT;
+            if (i < BN * KC / 4) {
+                int r = i / (KC / 4), c = (i % (KC / 4)) * 4;
+                rb[v] = *(const float4 *)(qbase + (size_t)r * p.dpad + k0 + c);
+            }
+        }
+    };
+    auto sstore = [&](int st) {
+#pragma unroll
+        for (int v = 0; v < AV; v++) {
+            int i = threadIdx.x + v * NT;
+            int r = i / (KC / 4), c = (i % (KC / 4)) * 4;
+            As[st][c + 0][r] = ra[v].x;
+            As[st][c + 1][r] = ra[v].y;
+            As[st][c + 2][r] = ra[v].z;
+            As[st][c + 3][r] = ra[v].w;
+        }
+#pragma unroll
+        for (int v = 0; v < BV; v++) {
+            int i = threadIdx.x + v * NT;
+            if (i < BN * KC / 4) {
+                int r = i / (KC / 4), c = (i % (KC / 4)) * 4;
+                Bs[st][c + 0][r] = rb[v].x;
+                Bs[st][c + 1][r] = rb[v].y;
+                Bs[st][c + 2][r] = rb[v].z;
+                Bs[st][c + 3][r] = rb[v].w;
+            }
+        }
+    };
+
+    float acc[TM][TN];
+#pragma unroll
+    for (int i = 0; i < TM; i++)
+#pragma unroll
+        for (int j = 0; j < TN; j++) acc[i][j] = 0.f;
+
+    gload(0);
+    sstore(0);
+    __syncthreads();
+    for (int kt = 0; kt < KT; kt++) {
+        const int st = kt & 1;
+        if (kt + 1 < KT) gload(kt + 1);
+#pragma unroll 8
+        for (int kk = 0; kk < KC; kk++) {
+            float a[TM], b[TN];
+#pragma unroll
+            for (int i = 0; i < TM; i++) a[i] = As[st][kk][ty + i * TY];
+#pragma unroll
+            for (int j = 0; j < TN; j++) b[j] = Bs[st][kk][tx + j * TX];
+#pragma unroll
+            for (int i = 0; i < TM; i++)
+#pragma unroll
+                for (int j = 0; j < TN; j++) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
+        }
+        if (kt + 1 < KT) sstore(st ^ 1);
+        __syncthreads();
+    }
+
+#pragma unroll
+    for (int i = 0; i < TM; i++)
+#pragma unroll
+        for (int j = 0; j < TN; j++) {
+            int rl = ty + i * TY, ql = tx + j * TX;
+            if (!rowptr[rl] || q0 + ql >= p.nq) continue;
+            emit<MODE>(p, row0 + rl, rowid[rl], q0 + ql, acc[i][j], rnorm[rl], elig[rl],
+                       MODE == MODE_GATE ? thr_s[ql] : 0.f);
+        }
+}
+
+} // namespace sieve_cuda
+
+#endif

@@ -1,0 +1,293 @@
+/* test_knn_cuda.c: the CUDA fused search against its own materialized full sort (bit-exact)
+ * and against the float64 CPU reference (up to stated near-ties), on random and adversarial
+ * data. Skips, saying so, where no CUDA device is visible. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sieve_kernels.h"
+
+static int have_gpu(void) { return sieve_cuda_device_count() > 0; }
+
+#define SKIP_WITHOUT_GPU()                                                                  \
+    do {                                                                                    \
+        if (!have_gpu()) cr_skip_test("no CUDA device visible: GPU kernel tests skipped");  \
+    } while (0)
+
+typedef struct gcase {
+    sieve_dtype dtype;
+    sieve_metric metric;
+    sieve_pattern pattern;
+    uint64_t n;
+    uint32_t dim, rpp, B, k;
+    int with_masks;           /* 1: deleted every 7th row, allowed = not multiple of 5 */
+    int force;                /* 0 none, 1 underfill (boundary too high), 2 overflow */
+    int check_cpu;            /* compare with the float64 reference on the host copy */
+} gcase;
+
+static const char *case_str(const gcase *c, char *buf, size_t n) {
+    snprintf(buf, n, "%s %s %s N=%llu dim=%u B=%u k=%u masks=%d force=%d",
+             sieve_dtype_name(c->dtype), sieve_metric_name(c->metric),
+             sieve_pattern_name(c->pattern), (unsigned long long)c->n, c->dim, c->B, c->k,
+             c->with_masks, c->force);
+    return buf;
+}
+
+static float *queries_for(sieve_device *host, const gcase *c, uint64_t seed) {
+    float *q = malloc((size_t)c->B * c->dim * sizeof *q);
+    cr_assert_not_null(q);
+    sieve_device_fill_normal(host, q, SIEVE_DTYPE_F32, (size_t)c->B * c->dim, seed, 1.0f);
+    if (c->pattern == SIEVE_PATTERN_SORTED_ASC || c->pattern == SIEVE_PATTERN_SORTED_DESC)
+        for (uint32_t i = 0; i < c->B; i++) {
+            for (uint32_t j = 1; j < c->dim; j++) q[(size_t)i * c->dim + j] *= 0.01f;
+            q[(size_t)i * c->dim] = 1.0f;
+        }
+    return q;
+}
+
+static void make_masks(uint64_t n, uint64_t **del, uint64_t **allow) {
+    size_t words = (size_t)((n + 63) / 64);
+    *del = calloc(words, 8);
+    *allow = calloc(words, 8);
+    cr_assert(*del && *allow);
+    for (uint64_t r = 0; r < n; r++) {
+        if (r % 7 == 3) (*del)[r / 64] |= 1ull << (r % 64);
+        if (r % 5 != 0) (*allow)[r / 64] |= 1ull << (r % 64);
+    }
+}
+
+/* Converts one stored element to double. */
+static double elem(const void *rows, sieve_dtype dt, size_t at) {
+    switch (dt) {
+    case SIEVE_DTYPE_F16: return sieve_f16_to_f32(((const uint16_t *)rows)[at]);
+    case SIEVE_DTYPE_BF16: return sieve_bf16_to_f32(((const uint16_t *)rows)[at]);
+    default: return ((const float *)rows)[at];
+    }
+}
+
+static void run_case(const gcase *c) {
+    char name[256];
+    case_str(c, name, sizeof name);
+    sieve_device *gpu = NULL, *cpu = NULL;
+    cr_assert_eq(sieve_device_open("cuda:0", &gpu), 0);
+    cr_assert_eq(sieve_device_open("cpu", &cpu), 0);
+    sieve_dev_matrix *dm = NULL;
+    cr_assert_eq(sieve_dev_matrix_create(gpu, c->dtype, c->n, c->dim, c->rpp, &dm), 0, "%s", name);
+    cr_assert_eq(sieve_device_fill_rows(gpu, sieve_dev_matrix_rows(dm), c->dtype, c->n, c->dim,
+                                        c->pattern, 7),
+                 0);
+    cr_assert_eq(sieve_dev_matrix_update_norms(dm), 0);
+    uint64_t *del = NULL, *allow = NULL;
+    if (c->with_masks) {
+        make_masks(c->n, &del, &allow);
+        cr_assert_eq(sieve_dev_matrix_set_masks(dm, del, allow), 0);
+    }
+    const sieve_matrix *m = sieve_dev_matrix_view(dm);
+    float *q = queries_for(cpu, c, 11 + c->B);
+    sieve_search_params p;
+    sieve_search_params_init(&p, c->metric, c->k);
+    if (c->force == 1) {
+        p.force_boundary = 1;
+        p.forced_boundary = 1e30f;
+    } else if (c->force == 2) {
+        p.candidate_capacity = c->k + 8;
+        p.flags = SIEVE_SEARCH_NO_TIGHTEN;
+    }
+    size_t nr = (size_t)c->B * c->k;
+    int64_t *rows = malloc(nr * 8), *mrows = malloc(nr * 8);
+    float *sc = malloc(nr * 4), *msc = malloc(nr * 4);
+    uint32_t *cnt = malloc(c->B * 4), *mcnt = malloc(c->B * 4);
+    uint8_t *paths = malloc(c->B);
+    cr_assert(rows && mrows && sc && msc && cnt && mcnt && paths);
+    /* poison the outputs: every element must be written */
+    memset(rows, 0x5a, nr * 8);
+    memset(sc, 0x5a, nr * 4);
+    sieve_search_stats st;
+    int rc = sieve_knn(gpu, m, q, c->B, &p, NULL, 0, rows, sc, cnt, paths, &st);
+    cr_assert_eq(rc, 0, "%s: sieve_knn: %s", name, sieve_strerror(rc));
+    rc = sieve_knn_materialized(gpu, m, q, c->B, &p, mrows, msc, mcnt, NULL);
+    cr_assert_eq(rc, 0, "%s: materialized: %s", name, sieve_strerror(rc));
+    for (uint32_t b = 0; b < c->B; b++) {
+        cr_assert_eq(cnt[b], mcnt[b], "%s q=%u: count fused %u materialized %u", name, b, cnt[b], mcnt[b]);
+        for (uint32_t i = 0; i < c->k; i++) {
+            size_t at = (size_t)b * c->k + i;
+            cr_assert_eq(rows[at], mrows[at], "%s q=%u i=%u: row fused %lld materialized %lld",
+                         name, b, i, (long long)rows[at], (long long)mrows[at]);
+            if (i < cnt[b])
+                cr_assert_eq(memcmp(&sc[at], &msc[at], 4), 0, "%s q=%u i=%u: score %.9g vs %.9g",
+                             name, b, i, sc[at], msc[at]);
+            else
+                cr_assert(isnan(sc[at]) && rows[at] == -1, "%s: padding at q=%u i=%u", name, b, i);
+        }
+    }
+    /* the forced paths really ran */
+    if (c->force == 1)
+        cr_assert_eq(st.path_count[SIEVE_PATH_CERTIFIED], 0, "%s: forced underfill certified", name);
+    if (c->force == 1)
+        cr_assert_gt(st.path_count[SIEVE_PATH_UNDERFILL] + st.path_count[SIEVE_PATH_FULL], 0, "%s", name);
+    if (c->force == 2)
+        cr_assert_gt(st.path_count[SIEVE_PATH_OVERFLOW] + st.path_count[SIEVE_PATH_FULL], 0,
+                     "%s: forced overflow never overflowed", name);
+    if (c->check_cpu) {
+        /* same data on the host, float64 reference, near-tie tolerance */
+        size_t esz = sieve_dtype_size(c->dtype);
+        sieve_dev_matrix *hm = NULL;
+        cr_assert_eq(sieve_dev_matrix_create(cpu, c->dtype, c->n, c->dim, c->rpp, &hm), 0);
+        const void *hrows = sieve_dev_matrix_rows(hm);
+        cr_assert_eq(sieve_device_fill_rows(cpu, sieve_dev_matrix_rows(hm), c->dtype, c->n,
+                                            c->dim, c->pattern, 7), 0);
+        cr_assert_eq(sieve_dev_matrix_update_norms(hm), 0);
+        if (c->with_masks) cr_assert_eq(sieve_dev_matrix_set_masks(hm, del, allow), 0);
+        int64_t *rr = malloc(nr * 8);
+        double *rk = malloc(nr * 8);
+        uint32_t *rc2 = malloc(c->B * 4);
+        rc = sieve_knn_reference(sieve_dev_matrix_view(hm), q, c->B, c->metric, c->k, rr, rk, rc2);
+        if (rc == SIEVE_ENOTSUP) {
+            cr_log_warn("%s: CPU reference not built yet; GPU-vs-CPU check skipped", name);
+        } else {
+            cr_assert_eq(rc, 0);
+            /* key error bound: query rounding (u_q) plus float32 accumulation over dim */
+            double uq = c->dtype == SIEVE_DTYPE_F16 ? 1.0 / 2048 : c->dtype == SIEVE_DTYPE_BF16 ? 1.0 / 256 : 0;
+            double u = uq + (c->dim + 2) * 5.96e-8;
+            for (uint32_t b = 0; b < c->B; b++) {
+                cr_assert_eq(cnt[b], rc2[b], "%s q=%u: count %u vs reference %u", name, b, cnt[b], rc2[b]);
+                if (!cnt[b]) continue;
+                const float *qq = q + (size_t)b * c->dim;
+                double qs = 1.0;
+                if (c->metric == SIEVE_METRIC_COSINE) {
+                    double s2 = 0;
+                    for (uint32_t j = 0; j < c->dim; j++) s2 += (double)qq[j] * qq[j];
+                    qs = s2 > 0 ? 1.0 / sqrt(s2) : 1.0;
+                }
+                double kth = rk[(size_t)b * c->k + cnt[b] - 1];
+                for (uint32_t i = 0; i < cnt[b]; i++) {
+                    int64_t r = rows[(size_t)b * c->k + i];
+                    int found = 0;
+                    for (uint32_t j = 0; j < cnt[b] && !found; j++) found = rr[(size_t)b * c->k + j] == r;
+                    if (found) continue;
+                    /* a row only the GPU returned: its exact key must be within tol of kth */
+                    double key = 0, mag = 0, nrm = 0;
+                    for (uint32_t j = 0; j < c->dim; j++) {
+                        double x = elem(hrows, c->dtype, (size_t)r * c->dim + j);
+                        key += x * qq[j] * qs;
+                        mag += fabs(x * qq[j] * qs);
+                        nrm += x * x;
+                    }
+                    double tol = u * (c->metric == SIEVE_METRIC_EUCLID ? 2 * mag + nrm : mag) + 1e-30;
+                    if (c->metric == SIEVE_METRIC_EUCLID) key = 2 * key - nrm;
+                    cr_assert_leq(fabs(key - kth), 2 * tol,
+                                  "%s q=%u: GPU row %lld key %.9g vs reference k-th %.9g (tol %.3g)",
+                                  name, b, (long long)r, key, kth, 2 * tol);
+                }
+            }
+        }
+        (void)esz;
+        free(rr);
+        free(rk);
+        free(rc2);
+        sieve_dev_matrix_destroy(hm);
+    }
+    free(rows);
+    free(mrows);
+    free(sc);
+    free(msc);
+    free(cnt);
+    free(mcnt);
+    free(paths);
+    free(q);
+    free(del);
+    free(allow);
+    sieve_dev_matrix_destroy(dm);
+    sieve_device_close(gpu);
+    sieve_device_close(cpu);
+}
+
+static const sieve_dtype DT[] = {SIEVE_DTYPE_F16, SIEVE_DTYPE_BF16, SIEVE_DTYPE_F32};
+static const sieve_metric MT[] = {SIEVE_METRIC_DOT, SIEVE_METRIC_COSINE, SIEVE_METRIC_EUCLID};
+
+Test(knn_cuda, small_shapes_every_dtype_metric_pattern, .timeout = 1800) {
+    SKIP_WITHOUT_GPU();
+    const uint64_t ns[] = {1, 1000, 65537};
+    for (int d = 0; d < 3; d++)
+        for (int mi = 0; mi < 3; mi++)
+            for (int pat = 0; pat < SIEVE_PATTERN_COUNT; pat++)
+                for (int ni = 0; ni < 3; ni++) {
+                    uint64_t n = ns[ni];
+                    const uint32_t ks[] = {1, 10, 128, (uint32_t)n};
+                    const uint32_t bs[] = {1, 7, 64};
+                    for (int ki = 0; ki < 4; ki++)
+                        for (int bi = 0; bi < 3; bi++) {
+                            uint32_t k = ks[ki];
+                            if (k > n || (k == n && n > 1000 && bs[bi] > 7)) continue;
+                            gcase c = {DT[d], MT[mi], (sieve_pattern)pat, n, 96, 128, bs[bi], k,
+                                       0, 0, n <= 1000 || bs[bi] == 1};
+                            run_case(&c);
+                        }
+                }
+}
+
+Test(knn_cuda, odd_dimensions_and_masks, .timeout = 900) {
+    SKIP_WITHOUT_GPU();
+    const uint32_t dims[] = {1, 3, 13, 100, 768};
+    for (int d = 0; d < 3; d++)
+        for (int di = 0; di < 5; di++) {
+            gcase c = {DT[d], SIEVE_METRIC_DOT, SIEVE_PATTERN_NORMAL, 40001, dims[di], 256, 7, 50, 1, 0, 1};
+            run_case(&c);
+            gcase e = {DT[d], SIEVE_METRIC_EUCLID, SIEVE_PATTERN_DUPS, 40001, dims[di], 256, 3, 10, 0, 0, 1};
+            run_case(&e);
+        }
+    /* fewer eligible rows than k */
+    gcase f = {SIEVE_DTYPE_F16, SIEVE_METRIC_DOT, SIEVE_PATTERN_NORMAL, 700, 64, 128, 5, 600, 1, 0, 1};
+    run_case(&f);
+}
+
+Test(knn_cuda, forced_underfill_and_overflow, .timeout = 900) {
+    SKIP_WITHOUT_GPU();
+    for (int d = 0; d < 3; d++)
+        for (int pat = 0; pat < SIEVE_PATTERN_COUNT; pat++) {
+            gcase u = {DT[d], SIEVE_METRIC_DOT, (sieve_pattern)pat, 100003, 64, 128, 7, 100, 0, 1, 0};
+            run_case(&u);
+            gcase o = {DT[d], SIEVE_METRIC_DOT, (sieve_pattern)pat, 100003, 64, 128, 7, 100, 0, 2, 0};
+            run_case(&o);
+        }
+}
+
+Test(knn_cuda, large_batches_and_k, .timeout = 1800) {
+    SKIP_WITHOUT_GPU();
+    const uint32_t ks[] = {1, 10, 128, 1024, 8192, 16384};
+    for (int ki = 0; ki < 6; ki++) {
+        gcase c = {SIEVE_DTYPE_F16, SIEVE_METRIC_DOT, SIEVE_PATTERN_NORMAL, 1000000, 768, 1024, 64, ks[ki], 0, 0, 0};
+        run_case(&c);
+    }
+    gcase b = {SIEVE_DTYPE_F16, SIEVE_METRIC_DOT, SIEVE_PATTERN_NORMAL, 200000, 768, 1024, 1024, 1024, 0, 0, 0};
+    run_case(&b);
+    gcase t = {SIEVE_DTYPE_F16, SIEVE_METRIC_DOT, SIEVE_PATTERN_TIES, 1000000, 768, 1024, 7, 128, 0, 0, 0};
+    run_case(&t);
+    gcase s = {SIEVE_DTYPE_BF16, SIEVE_METRIC_COSINE, SIEVE_PATTERN_SORTED_DESC, 1000000, 768, 1024, 7, 1024, 0, 0, 0};
+    run_case(&s);
+    gcase f = {SIEVE_DTYPE_F32, SIEVE_METRIC_EUCLID, SIEVE_PATTERN_OUTLIER, 1000000, 768, 1024, 64, 128, 0, 0, 0};
+    run_case(&f);
+    gcase g = {SIEVE_DTYPE_F16, SIEVE_METRIC_DOT, SIEVE_PATTERN_BAND, 5000000, 768, 1024, 64, 128, 0, 0, 0};
+    run_case(&g);
+    gcase h = {SIEVE_DTYPE_F16, SIEVE_METRIC_DOT, SIEVE_PATTERN_NORMAL, 5000000, 768, 1024, 16, 8192, 0, 0, 0};
+    run_case(&h);
+}
+
+Test(knn_cuda, skips_cleanly_without_gpu) {
+    /* On a machine without a GPU, opening cuda:0 fails with SIEVE_ENODEV, and auto is the CPU. */
+    if (have_gpu()) {
+        sieve_device *d = NULL;
+        cr_assert_eq(sieve_device_open("auto", &d), 0);
+        cr_assert_eq(sieve_device_get_kind(d), SIEVE_DEVICE_CUDA);
+        sieve_device_close(d);
+        return;
+    }
+    sieve_device *d = NULL;
+    cr_assert_eq(sieve_device_open("cuda:0", &d), SIEVE_ENODEV);
+    cr_assert_null(d);
+    cr_assert_eq(sieve_device_open("auto", &d), 0);
+    cr_assert_eq(sieve_device_get_kind(d), SIEVE_DEVICE_CPU);
+    sieve_device_close(d);
+}
