@@ -52,7 +52,7 @@ typedef struct worker {
     char spec[64];
     void *scratch;
     size_t scratch_bytes;
-    char desc[160];             /* device name, fixed at open */
+    char desc[sizeof(((sieve_device_info *)0)->name) + 64]; /* device name, fixed at open */
     int is_cuda;
     atomic_ullong mem_used;     /* device memory in use, refreshed after each batch */
     sieve__query **batch;       /* batch_max slots */

@@ -83,6 +83,7 @@ void sieve__route_points_upsert(sieve__req *req, json_t *body) {
         }
         free(tmp);
     }
+    for (size_t i = 0; i < u.n; i++) u.points[i].dim = dim; /* the store checks it too */
     if (u.n) {
         int rc = sieve_store_upsert(req->srv->store, req->name, u.points, u.n);
         if (rc) {
