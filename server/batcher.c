@@ -30,6 +30,8 @@ typedef struct cqueue {
     char name[SIEVE_NAME_MAX + 1];
     sieve__query *head, *tail;
     size_t len;
+    size_t last_batch;   /* queries in the previous batch taken from this queue */
+    double last_done;    /* when that batch was answered (monotonic seconds) */
     struct cqueue *next;
 } cqueue;
 
@@ -57,6 +59,7 @@ typedef struct worker {
     atomic_ullong mem_used;     /* device memory in use, refreshed after each batch */
     sieve__query **batch;       /* batch_max slots */
     sieve__devcache *cache;     /* device copies (CUDA, or forced); NULL = host view */
+    struct cqueue *queue;       /* the queue of the batch in hand */
     mask_entry masks[MASK_CACHE];
     uint64_t tick;
 } worker;
@@ -187,13 +190,20 @@ static size_t take_batch(worker *w, char *name) {
             pthread_cond_wait(&b->cv, &b->mu);
             continue;
         }
-        /* Batch window: a queue shorter than the cap waits until its head is batch_wait_us
-         * old (other workers may take it meanwhile; then we look again). */
-        double age = sieve__now_s() - cq->head->t_enqueue;
+        /* Batch window. Closed-loop clients come back soon after their answers, so a queue
+         * holding fewer queries than its previous batch waits for them, up to batch_wait_us
+         * after the later of its head's arrival and the previous batch's completion. A lone
+         * client (previous batch of 1) never waits, and the wait ends as soon as as many
+         * queries as last time are queued. Other workers may take the queue meanwhile; then
+         * we look again. */
+        double now = sieve__now_s();
+        double since = now - (cq->head->t_enqueue > cq->last_done ? cq->head->t_enqueue
+                                                                    : cq->last_done);
         double window = cfg->batch_wait_us * 1e-6;
-        if (cq->len < cfg->batch_max && age < window && !b->stopping) {
+        size_t expect = cq->last_batch < cfg->batch_max ? cq->last_batch : cfg->batch_max;
+        if (cq->len < expect && since < window && !b->stopping) {
             struct timespec ts;
-            abs_deadline(&ts, window - age);
+            abs_deadline(&ts, window - since);
             pthread_cond_timedwait(&b->cv, &b->mu, &ts);
             continue;
         }
@@ -207,6 +217,8 @@ static size_t take_batch(worker *w, char *name) {
         if (!cq->head) cq->tail = NULL;
         cq->len -= n;
         b->queued -= n;
+        cq->last_batch = n;
+        w->queue = cq;
         snprintf(name, SIEVE_NAME_MAX + 1, "%s", cq->name);
         pthread_mutex_unlock(&b->mu);
         return n;
@@ -492,6 +504,9 @@ static void *worker_main(void *arg) {
         if (!n) break;
         answer_batch(w, name, w->batch, n);
         for (size_t i = 0; i < n; i++) query_done(w->batch[i]);
+        pthread_mutex_lock(&w->b->mu);
+        w->queue->last_done = sieve__now_s();
+        pthread_mutex_unlock(&w->b->mu);
         if (w->is_cuda) {
             sieve_device_info info;
             if (sieve_device_get_info(w->dev, &info) == 0 && info.memory_total >= info.memory_free)

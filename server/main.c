@@ -44,8 +44,10 @@ static void usage(FILE *f) {
 "                        [SIEVE_MAX_BODY]\n"
 "  --batch-max N         most queries answered by one kernel call (default 128)\n"
 "                        [SIEVE_BATCH_MAX]\n"
-"  --batch-wait-us N     how long a query may wait for others to join its batch, in\n"
-"                        microseconds (default 200; 0 = never wait) [SIEVE_BATCH_WAIT_US]\n"
+"  --batch-wait-us N     under concurrency, how long a collection's queue may wait for as\n"
+"                        many queries as its previous batch held, in microseconds (default\n"
+"                        1000; 0 = never wait; a lone client never waits)\n"
+"                        [SIEVE_BATCH_WAIT_US]\n"
 "  --threads N           HTTP worker threads (default: number of CPUs, at least 2)\n"
 "                        [SIEVE_THREADS]\n"
 "  --device SPEC         search device: auto, cpu, cpu:THREADS, cuda, cuda:N; a comma-\n"
@@ -213,7 +215,7 @@ static int configure(sieve_server_config *c, int argc, char **argv) {
     snprintf(c->data_dir, sizeof c->data_dir, "./data");
     c->max_body = 32u << 20;
     c->batch_max = 128;
-    c->batch_wait_us = 200;
+    c->batch_wait_us = 1000;
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     c->threads = ncpu > 2 ? (uint32_t)ncpu : 2;
     snprintf(c->device, sizeof c->device, "auto");
