@@ -30,8 +30,10 @@ typedef struct cqueue {
     char name[SIEVE_NAME_MAX + 1];
     sieve__query *head, *tail;
     size_t len;
-    size_t last_batch;   /* queries in the previous batch taken from this queue */
+    size_t expect;       /* queries in the system when the previous batch was answered:
+                            its own plus those queued meanwhile */
     double last_done;    /* when that batch was answered (monotonic seconds) */
+    double last_cost;    /* how long answering it took (seconds) */
     struct cqueue *next;
 } cqueue;
 
@@ -190,17 +192,19 @@ static size_t take_batch(worker *w, char *name) {
             pthread_cond_wait(&b->cv, &b->mu);
             continue;
         }
-        /* Batch window. Closed-loop clients come back soon after their answers, so a queue
-         * holding fewer queries than its previous batch waits for them, up to batch_wait_us
-         * after the later of its head's arrival and the previous batch's completion. A lone
-         * client (previous batch of 1) never waits, and the wait ends as soon as as many
-         * queries as last time are queued. Other workers may take the queue meanwhile; then
-         * we look again. */
+        /* Batch window. Closed-loop clients come back soon after their answers, so while
+         * fewer queries are queued than were in the system when the previous batch was
+         * answered (its own plus those that queued meanwhile), the queue waits for the
+         * rest: up to batch_wait_us plus 5% of the previous batch's cost, counted from the
+         * later of its head's arrival and that batch's completion. A lone client never
+         * waits (it expects 1), and the wait ends as soon as the expected count is there.
+         * Other workers may take the queue meanwhile; then we look again. */
         double now = sieve__now_s();
         double since = now - (cq->head->t_enqueue > cq->last_done ? cq->head->t_enqueue
                                                                     : cq->last_done);
-        double window = cfg->batch_wait_us * 1e-6;
-        size_t expect = cq->last_batch < cfg->batch_max ? cq->last_batch : cfg->batch_max;
+        double window = cfg->batch_wait_us * 1e-6 + 0.05 * cq->last_cost;
+        if (!cfg->batch_wait_us) window = 0;
+        size_t expect = cq->expect < cfg->batch_max ? cq->expect : cfg->batch_max;
         if (cq->len < expect && since < window && !b->stopping) {
             struct timespec ts;
             abs_deadline(&ts, window - since);
@@ -217,7 +221,6 @@ static size_t take_batch(worker *w, char *name) {
         if (!cq->head) cq->tail = NULL;
         cq->len -= n;
         b->queued -= n;
-        cq->last_batch = n;
         w->queue = cq;
         snprintf(name, SIEVE_NAME_MAX + 1, "%s", cq->name);
         pthread_mutex_unlock(&b->mu);
@@ -502,10 +505,14 @@ static void *worker_main(void *arg) {
     for (;;) {
         size_t n = take_batch(w, name);
         if (!n) break;
+        double t0 = sieve__now_s();
         answer_batch(w, name, w->batch, n);
         for (size_t i = 0; i < n; i++) query_done(w->batch[i]);
+        double t1 = sieve__now_s();
         pthread_mutex_lock(&w->b->mu);
-        w->queue->last_done = sieve__now_s();
+        w->queue->last_done = t1;
+        w->queue->last_cost = t1 - t0;
+        w->queue->expect = n + w->queue->len;
         pthread_mutex_unlock(&w->b->mu);
         if (w->is_cuda) {
             sieve_device_info info;
