@@ -171,6 +171,12 @@ static int resolve(sieve__req *req, const char *method, const char *url, sieve__
     return 0;
 }
 
+void sieve__req_release_body(sieve__req *req) {
+    if (req->body_accounted) atomic_fetch_sub(&req->srv->body_bytes, req->body_accounted);
+    req->body_accounted = 0;
+    sieve__sbuf_free(&req->body);
+}
+
 const char *sieve__req_arg(sieve__req *req, const char *key) {
     return MHD_lookup_connection_value(req->conn, MHD_GET_ARGUMENT_KIND, key);
 }
@@ -234,7 +240,7 @@ static void dispatch(sieve__req *req) {
         sieve__reply_error(req, 400, "request body: expected a JSON object, got an empty body");
         return;
     }
-    sieve__sbuf_free(&req->body); /* handlers work from the parsed tree */
+    sieve__req_release_body(req); /* handlers work from the parsed tree */
     rd->fn(req, body);
     json_decref(body);
 }
@@ -296,18 +302,32 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     }
     if (req->state == SIEVE_REQ_BODY) {
         if (*upload_size) {
-            if (!req->body_too_large) {
-                if (req->body.len + *upload_size > s->cfg.max_body) {
-                    req->body_too_large = 1;
-                    sieve__sbuf_free(&req->body);
-                } else {
-                    sieve__sbuf_put(&req->body, upload, *upload_size);
-                }
-            }
+            size_t n = *upload_size;
             *upload_size = 0;
+            if (req->body_too_large || req->body_busy) return MHD_YES; /* discarding */
+            if (req->body.len + n > s->cfg.max_body) {
+                req->body_too_large = 1;
+                sieve__req_release_body(req);
+                return MHD_YES;
+            }
+            /* A budget for all bodies together, so many large uploads at once cannot
+             * exhaust memory. */
+            unsigned long long budget = (unsigned long long)s->cfg.max_body *
+                                        SIEVE_SERVER_BODY_BUDGET;
+            if (atomic_fetch_add(&s->body_bytes, n) + n > budget) {
+                atomic_fetch_sub(&s->body_bytes, n);
+                req->body_busy = 1;
+                sieve__req_release_body(req);
+                return MHD_YES;
+            }
+            req->body_accounted += n;
+            sieve__sbuf_put(&req->body, upload, n);
             return MHD_YES;
         }
-        if (req->body_too_large)
+        if (req->body_busy)
+            sieve__reply_error(req, 503, "the server holds too many large request bodies at "
+                                         "once; retry shortly");
+        else if (req->body_too_large)
             sieve__reply_error(req, 413, "request body too large: the limit is %zu bytes "
                                          "(--max-body)", s->cfg.max_body);
         else if (req->body.failed)
@@ -338,7 +358,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                    req->name, req->status, dt * 1e3,
                    toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? "" : " (connection closed)");
     }
-    sieve__sbuf_free(&req->body);
+    sieve__req_release_body(req);
     free(req->resp);
     free(req->point_id);
     sieve__job_free(req->job);

@@ -65,7 +65,7 @@ void sieve__route_points_upsert(sieve__req *req, json_t *body) {
     if (sieve__collection_info(req, &info, &e)) goto fail;
     uint32_t dim = info.config.dim;
     if (sieve__upsert_parse(req->body.p, req->body.len, dim, &u, &e)) goto fail;
-    sieve__sbuf_free(&req->body);
+    sieve__req_release_body(req);
     if (u.n && info.config.metric != SIEVE_METRIC_COSINE) {
         void *tmp = malloc((size_t)dim * sizeof(float));
         if (!tmp) {

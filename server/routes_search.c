@@ -214,6 +214,24 @@ void sieve__route_search(sieve__req *req, json_t *body) {
                        : parse_search(o, path, info.config.dim, &job->q[i], &e);
         if (rc) goto fail;
     }
+    /* Bound what one request can make the server compute and hold. */
+    unsigned long long results = 0, values = 0;
+    for (size_t i = 0; i < n; i++) {
+        results += job->q[i].offset + job->q[i].limit;
+        if (job->q[i].with_vector) values += (unsigned long long)job->q[i].limit * info.config.dim;
+    }
+    if (results > SIEVE_SERVER_MAX_RESULTS) {
+        sieve__fail(&e, 400, "searches: offset + limit summed over the batch is %llu, at most "
+                             "%u per request", results, SIEVE_SERVER_MAX_RESULTS);
+        goto fail;
+    }
+    if (values > SIEVE_SERVER_MAX_VECTOR_VALUES) {
+        sieve__fail(&e, 400, "with_vector: the %s would return %llu vector values (limit x "
+                             "dimension), at most %u per request; lower limit or drop "
+                             "with_vector", batch ? "batch" : "search", values,
+                    SIEVE_SERVER_MAX_VECTOR_VALUES);
+        goto fail;
+    }
     /* Suspend first: the batcher may answer before this handler returns. */
     req->job = job;
     sieve__req_suspend(req);

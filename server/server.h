@@ -32,6 +32,13 @@
 #define SIEVE_SERVER_MAX_K 16384u
 /* Most searches in one search/batch or query/batch request. */
 #define SIEVE_SERVER_MAX_BATCH_SEARCHES 1024u
+/* Most results one search request may ask for (offset + limit summed over its searches),
+ * and most vector values it may ask to return (limit x dim summed over searches with
+ * with_vector): replies stay within a few hundred MB. */
+#define SIEVE_SERVER_MAX_RESULTS (1u << 20)
+#define SIEVE_SERVER_MAX_VECTOR_VALUES (1u << 25)
+/* Request bodies held in memory at once, as a multiple of --max-body; past it 503. */
+#define SIEVE_SERVER_BODY_BUDGET 16u
 /* Most queries waiting in one collection's queue; past it searches get 503. */
 #define SIEVE_SERVER_MAX_QUEUE 65536u
 /* Deepest nesting of filters inside filters. */
@@ -122,6 +129,7 @@ typedef struct sieve_server {
     atomic_int ready;            /* 1 while serving; 0 during startup and shutdown */
     atomic_long in_flight;       /* requests between first callback and completion */
     atomic_long suspended;       /* connections waiting for the batcher */
+    atomic_ullong body_bytes;    /* request body bytes held in memory, all requests */
     atomic_ullong next_op_id;    /* operation_id of write replies */
     pthread_mutex_t log_mu;
 } sieve_server;
@@ -182,6 +190,8 @@ typedef struct sieve__req {
     /* body */
     sieve__sbuf body;
     int body_too_large;
+    int body_busy;                 /* refused: too many body bytes held server-wide */
+    size_t body_accounted;         /* bytes of this body counted in srv->body_bytes */
     /* response */
     sieve__req_state state;
     unsigned status;
@@ -216,6 +226,8 @@ void sieve__http_shutdown(sieve_server *s, double grace_s);
 void sieve__req_suspend(sieve__req *req);
 /* Resumes a suspended connection whose reply has been set (any thread). */
 void sieve__req_resume(sieve__req *req);
+/* Frees req's body and returns its bytes to the server-wide body budget. */
+void sieve__req_release_body(sieve__req *req);
 /* Reads a query-string argument of the request, or NULL. */
 const char *sieve__req_arg(sieve__req *req, const char *key);
 

@@ -1,6 +1,10 @@
 /* test_api.c: black-box tests of sieve-server's service, collection and point routes,
  * auth and body limits, each against a real server process over HTTP. */
 #define _GNU_SOURCE /* vasprintf, open_memstream */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 #include "tcommon.h"
 
 TestSuite(service, .init = fixture_init, .fini = fixture_fini);
@@ -486,5 +490,111 @@ Test(limits, bodies_over_the_cap_get_413) {
     cr_assert_eq(json_array_size(ok_result()), 1, "%s", R.body);
     go("GET", "/healthz", NULL);
     EXPECT_STATUS(200);
+    stop_ok();
+}
+
+/* Raw HTTP: connect to the fixture's server. */
+static int raw_connect(void) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    cr_assert(fd >= 0);
+    struct sockaddr_in a;
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    a.sin_port = htons((uint16_t)S.port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    cr_assert_eq(connect(fd, (struct sockaddr *)&a, sizeof a), 0);
+    return fd;
+}
+
+static void send_all(int fd, const char *p, size_t n) {
+    while (n) {
+        ssize_t w = write(fd, p, n);
+        cr_assert(w > 0, "write failed");
+        p += w;
+        n -= (size_t)w;
+    }
+}
+
+/* The status code of the reply on fd (reads until the status line is complete). */
+static int read_status(int fd) {
+    char buf[256];
+    size_t got = 0;
+    while (got < sizeof buf - 1) {
+        ssize_t r = read(fd, buf + got, sizeof buf - 1 - got);
+        if (r <= 0) break;
+        got += (size_t)r;
+        buf[got] = 0;
+        if (strstr(buf, "\r\n")) break;
+    }
+    buf[got] = 0;
+    int code = 0;
+    if (sscanf(buf, "HTTP/1.%*d %d", &code) != 1) return -1;
+    return code;
+}
+
+Test(limits, many_large_bodies_at_once_are_refused_not_buffered) {
+    /* --max-body 4k: all bodies together may hold 16 x 4 KiB in memory. */
+    START("--max-body", "4k", END);
+    go("PUT", "/collections/c", "{\"vectors\":{\"size\":2,\"distance\":\"Dot\"}}");
+    ok_result();
+    enum { C = 24, LEN = 4000 };
+    char *body = malloc(LEN + 1);
+    memset(body, ' ', LEN); /* a small search padded with whitespace */
+    memcpy(body, "{\"vector\":[1,0],\"limit\":1}", 26);
+    body[LEN - 1] = '\n';
+    body[LEN] = 0;
+    int fds[C];
+    char head[256];
+    int hl = snprintf(head, sizeof head, "POST /collections/c/points/search HTTP/1.1\r\n"
+                                         "Host: x\r\nContent-Type: application/json\r\n"
+                                         "Content-Length: %d\r\n\r\n", LEN);
+    /* Every connection sends all but the last byte, so all bodies are held at once. */
+    for (int i = 0; i < C; i++) {
+        fds[i] = raw_connect();
+        send_all(fds[i], head, (size_t)hl);
+        send_all(fds[i], body, LEN - 1);
+    }
+    usleep(300 * 1000);
+    int ok = 0, busy = 0;
+    for (int i = 0; i < C; i++) {
+        send_all(fds[i], body + LEN - 1, 1);
+        int st = read_status(fds[i]);
+        if (st == 200) ok++;
+        else if (st == 503) busy++;
+        else cr_assert_fail("connection %d: status %d", i, st);
+        close(fds[i]);
+    }
+    free(body);
+    cr_assert_gt(busy, 0, "all %d bodies were buffered at once (budget 64 KiB)", C);
+    cr_assert_geq(ok, 15, "only %d of %d bodies under the budget were served", ok, C);
+    go("GET", "/metrics", NULL);
+    cr_assert(strstr(R.body, "status=\"503\""), "%s", R.body);
+    stop_ok();
+}
+
+Test(limits, result_and_vector_budgets_per_request) {
+    START(END);
+    go("PUT", "/collections/c", "{\"vectors\":{\"size\":2,\"distance\":\"Dot\"}}");
+    ok_result();
+    char *body = NULL;
+    size_t blen = 0;
+    FILE *f = open_memstream(&body, &blen);
+    fprintf(f, "{\"searches\":[");
+    for (int i = 0; i < 65; i++) fprintf(f, "%s{\"vector\":[1,0],\"limit\":16384}", i ? "," : "");
+    fprintf(f, "]}");
+    fclose(f);
+    go_raw("POST", "/collections/c/points/search/batch", body);
+    free(body);
+    EXPECT_ERROR(400, "offset + limit summed");
+    go("PUT", "/collections/wide", "{\"vectors\":{\"size\":4096,\"distance\":\"Dot\"}}");
+    ok_result();
+    f = open_memstream(&body, &blen);
+    fprintf(f, "{\"vector\":[");
+    for (int i = 0; i < 4096; i++) fprintf(f, "%s0.5", i ? "," : "");
+    fprintf(f, "],\"limit\":16384,\"with_vector\":true}");
+    fclose(f);
+    go_raw("POST", "/collections/wide/points/search", body);
+    free(body);
+    EXPECT_ERROR(400, "with_vector");
     stop_ok();
 }
