@@ -11,6 +11,7 @@ within float32 tolerance. Exits non-zero on the first failure; ends by stopping 
 with SIGTERM and requiring exit status 0.
 
 Run: SIEVE_BUILD_DIR=build python3 tests/python/test_qdrant_client.py
+(SIEVE_TEST_DEVICE=cuda:0 runs the server on a GPU instead of the CPU.)
 """
 import os
 import re
@@ -30,7 +31,7 @@ def start_server(build_dir, data_dir, log_path):
     log = open(log_path, "w")
     proc = subprocess.Popen(
         [binary, "--host", "127.0.0.1", "--port", "0", "--data-dir", data_dir,
-         "--device", "cpu", "--no-sync"],
+         "--device", os.environ.get("SIEVE_TEST_DEVICE") or "cpu", "--no-sync"],
         stdout=log, stderr=subprocess.STDOUT)
     deadline = time.time() + 30
     while time.time() < deadline:

@@ -79,8 +79,10 @@ static int launch(th_server *s) {
     argv[n++] = "0";
     argv[n++] = "--data-dir";
     argv[n++] = s->data;
+    /* SIEVE_TEST_DEVICE (e.g. cuda:0) runs the suites against another search device. */
+    const char *dev = getenv("SIEVE_TEST_DEVICE");
     argv[n++] = "--device";
-    argv[n++] = "cpu";
+    argv[n++] = (char *)(dev && *dev ? dev : "cpu");
     argv[n++] = "--no-sync";
     for (int i = 0; i < s->n_args; i++) argv[n++] = s->args[i];
     argv[n] = NULL;

@@ -25,8 +25,9 @@ typedef struct th_server {
 /* Creates the temporary directory (once per th_server). */
 void th_init(th_server *s);
 /* Starts the server with extra NULL-terminated arguments (after the standard ones:
- * --host 127.0.0.1 --port 0 --data-dir DIR/data --device cpu --no-sync). Waits until it
- * listens. Returns 0, or -1 (the log is printed). */
+ * --host 127.0.0.1 --port 0 --data-dir DIR/data --device cpu --no-sync; the device is
+ * $SIEVE_TEST_DEVICE when set, e.g. cuda:0). Waits until it listens. Returns 0, or -1 (the
+ * log is printed). */
 int th_start(th_server *s, ...);
 /* Same with the previous call's arguments (restart after th_stop). */
 int th_restart(th_server *s);
