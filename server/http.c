@@ -74,6 +74,10 @@ static const route_def routes[SIEVE_R_COUNT] = {
                        BODY_REQUIRED},
     [SIEVE_R_QUERY_BATCH] = {"POST /collections/{name}/points/query/batch",
                              sieve__route_search, 0, 0, BODY_REQUIRED},
+    [SIEVE_R_INDEX_CREATE] = {"PUT /collections/{name}/index", sieve__route_index, 1, 0,
+                              BODY_REQUIRED},
+    [SIEVE_R_INDEX_DELETE] = {"DELETE /collections/{name}/index/{field}", sieve__route_index,
+                              1, 0, BODY_NONE},
     [SIEVE_R_UNMATCHED] = {"unmatched", NULL, 0, 1, BODY_NONE},
 };
 
@@ -124,6 +128,10 @@ static int resolve(sieve__req *req, const char *method, const char *url, sieve__
             WANT(SIEVE_M_DELETE, SIEVE_R_COLL_DELETE);
         } else if (n == 3 && !strcmp(seg[2], "exists")) {
             WANT(SIEVE_M_GET, SIEVE_R_COLL_EXISTS);
+        } else if (n == 3 && !strcmp(seg[2], "index")) {
+            WANT(SIEVE_M_PUT, SIEVE_R_INDEX_CREATE);
+        } else if (n == 4 && !strcmp(seg[2], "index")) {
+            WANT(SIEVE_M_DELETE, SIEVE_R_INDEX_DELETE);
         } else if (n >= 3 && !strcmp(seg[2], "points")) {
             if (n == 3) {
                 WANT(SIEVE_M_PUT, SIEVE_R_POINTS_UPSERT);

@@ -8,6 +8,10 @@
  *
  * Deviation kept on purpose: DELETE of a collection that does not exist answers 200 with
  * result false, as Qdrant does (clients delete before re-creating), not 404.
+ *
+ * Payload indexes: sieve filters by visiting every row (exactly, with no index), so
+ * creating or deleting a payload index is accepted (after checking the request) and does
+ * nothing; code written for Qdrant that creates indexes keeps working.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
@@ -244,6 +248,34 @@ void sieve__route_coll_create(sieve__req *req, json_t *body) {
     sieve__log(req->srv, SIEVE_LOG_INFO, "collection '%s' created (%u x %s, %s)", req->name,
                cfg.dim, sieve_dtype_name(cfg.dtype), sieve_metric_name(cfg.metric));
     sieve__reply_ok_json(req, json_true());
+    return;
+fail:
+    sieve__reply_err(req, &e);
+}
+
+void sieve__route_index(sieve__req *req, json_t *body) {
+    static const char *const keys[] = {"field_name", "field_schema", NULL};
+    sieve__err e;
+    sieve_collection_info info;
+    if (sieve__collection_info(req, &info, &e)) goto fail;
+    if (req->route == SIEVE_R_INDEX_CREATE) {
+        if (sieve__jv_keys(body, "", keys, NULL, &e)) goto fail;
+        json_t *f = sieve__jv_get(body, "field_name");
+        if (!f || !json_is_string(f) || json_string_length(f) == 0) {
+            sieve__fail(&e, 400, "field_name: required (the payload field to index)");
+            goto fail;
+        }
+        json_t *sc = sieve__jv_get(body, "field_schema");
+        if (sc && !json_is_string(sc) && !json_is_object(sc)) {
+            sieve__fail(&e, 400, "field_schema: expected a schema name or object, got %s",
+                        sieve__jv_type(sc));
+            goto fail;
+        }
+    }
+    unsigned long long op = atomic_fetch_add(&req->srv->next_op_id, 1);
+    char text[96];
+    snprintf(text, sizeof text, "{\"operation_id\":%llu,\"status\":\"completed\"}", op);
+    sieve__reply_ok_raw(req, text, strlen(text));
     return;
 fail:
     sieve__reply_err(req, &e);

@@ -163,6 +163,8 @@ typedef enum sieve__route {
     SIEVE_R_SEARCH_BATCH,
     SIEVE_R_QUERY,
     SIEVE_R_QUERY_BATCH,
+    SIEVE_R_INDEX_CREATE,
+    SIEVE_R_INDEX_DELETE,
     SIEVE_R_UNMATCHED,  /* unknown path, wrong method, refused before routing */
     SIEVE_R_COUNT
 } sieve__route;
@@ -431,6 +433,7 @@ void sieve__route_points_delete(sieve__req *req, json_t *body);
 void sieve__route_points_count(sieve__req *req, json_t *body);
 void sieve__route_points_scroll(sieve__req *req, json_t *body);
 void sieve__route_search(sieve__req *req, json_t *body);
+void sieve__route_index(sieve__req *req, json_t *body);
 
 /* Looks up the collection of req (404 when absent). */
 int sieve__collection_info(sieve__req *req, sieve_collection_info *info, sieve__err *e);

@@ -141,6 +141,8 @@ def run_collection(client, rng, name, metric, datatype, n=400, dim=32):
         ids=data.ids[half:], vectors=data.vectors[half:].tolist(),
         payloads=data.payloads[half:]))
 
+    client.create_payload_index(name, field_name="group",
+                                field_schema=models.PayloadSchemaType.KEYWORD)  # a no-op
     info = client.get_collection(name)  # pydantic validation of CollectionInfo
     assert info.points_count == n, f"points_count {info.points_count}"
     assert info.config.params.vectors.size == dim

@@ -72,6 +72,16 @@ Test(collections, lifecycle_and_collection_info) {
     go("GET", "/collections/other/exists", NULL);
     cr_assert(json_is_false(json_object_get(ok_result(), "exists")), "%s", R.body);
 
+    /* Payload indexes are accepted and change nothing. */
+    go("PUT", "/collections/docs/index", "{\"field_name\":\"city\",\"field_schema\":\"keyword\"}");
+    cr_assert_str_eq(json_string_value(json_object_get(ok_result(), "status")), "completed");
+    go("PUT", "/collections/docs/index", "{\"field_schema\":\"keyword\"}");
+    EXPECT_ERROR(400, "field_name");
+    go("DELETE", "/collections/docs/index/city", NULL);
+    ok_result();
+    go("PUT", "/collections/nope/index", "{\"field_name\":\"city\"}");
+    EXPECT_ERROR(404, "nope");
+
     go("GET", "/collections/docs", NULL);
     res = ok_result();
     cr_assert_str_eq(json_string_value(json_object_get(res, "status")), "green");
