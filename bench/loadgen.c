@@ -31,6 +31,7 @@ typedef struct options {
     unsigned limit;
     unsigned long seed;
     unsigned upload_batch;
+    unsigned upload_clients;
 } options;
 
 static void usage(FILE *f) {
@@ -52,6 +53,7 @@ static void usage(FILE *f) {
 "  --distance NAME    Dot, Cosine or Euclid for --create (default Cosine)\n"
 "  --datatype NAME    float32, float16 or bfloat16 for --create (default float32)\n"
 "  --upload-batch N   points per upsert request for --create (default 1000)\n"
+"  --upload-clients N concurrent upload connections for --create (default 4)\n"
 "  --clients LIST     comma-separated concurrency levels (default 1,8,64)\n"
 "  --duration S       measured seconds per level (default 10)\n"
 "  --warmup S         unmeasured seconds before each level (default 1)\n"
@@ -159,6 +161,86 @@ static void put_vector(FILE *f, unsigned dim, uint64_t *s) {
     fputc(']', f);
 }
 
+typedef struct uploader {
+    const options *o;
+    pthread_mutex_t *mu;
+    unsigned long *next;   /* next point to upload (shared) */
+    unsigned long *done;
+    double t0;
+    int failed;
+} uploader;
+
+/* One upload connection: takes the next range of points, builds and sends its request. */
+static void *upload_main(void *arg) {
+    uploader *up = arg;
+    const options *o = up->o;
+    conn k;
+    if (conn_init(&k, o)) {
+        up->failed = 1;
+        return NULL;
+    }
+    char url[1024];
+    snprintf(url, sizeof url, "%s/collections/%s/points?wait=true", o->url, o->collection);
+    for (;;) {
+        pthread_mutex_lock(up->mu);
+        unsigned long start = *up->next;
+        unsigned long m = o->create - start < o->upload_batch ? o->create - start : o->upload_batch;
+        *up->next += m;
+        pthread_mutex_unlock(up->mu);
+        if (!m) break;
+        uint64_t s = (o->seed * 2654435761u + start) | 1; /* each range its own stream */
+        char *req = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&req, &len);
+        fprintf(f, "{\"batch\":{\"ids\":[");
+        for (unsigned long i = 0; i < m; i++) fprintf(f, "%s%lu", i ? "," : "", start + i);
+        fprintf(f, "],\"vectors\":[");
+        for (unsigned long i = 0; i < m; i++) {
+            if (i) fputc(',', f);
+            put_vector(f, o->dim, &s);
+        }
+        fprintf(f, "]}}");
+        fclose(f);
+        long st = http(&k, "PUT", url, req, len);
+        free(req);
+        if (st != 200) {
+            fprintf(stderr, "\nupsert: HTTP %ld %s\n", st, k.body.p ? k.body.p : "");
+            up->failed = 1;
+            break;
+        }
+        pthread_mutex_lock(up->mu);
+        *up->done += m;
+        unsigned long d = *up->done;
+        pthread_mutex_unlock(up->mu);
+        double el = now_s() - up->t0;
+        fprintf(stderr, "\rcreate: %lu / %lu points (%.0f points/s)", d, o->create,
+                d / (el > 0 ? el : 1e-9));
+    }
+    conn_free(&k);
+    return NULL;
+}
+
+/* A Prometheus sample from /metrics (the line starting with name; 0 when the server has not
+ * recorded it yet), or -1 when /metrics cannot be read. */
+static double metric_sample(const options *o, const char *name) {
+    conn k;
+    if (conn_init(&k, o)) return -1;
+    char url[1024];
+    snprintf(url, sizeof url, "%s/metrics", o->url);
+    double v = -1;
+    if (http(&k, "GET", url, NULL, 0) == 200 && k.body.p) {
+        v = 0;
+        size_t n = strlen(name);
+        for (const char *p = k.body.p; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
+            if (!strncmp(p, name, n) && p[n] == ' ') {
+                v = atof(p + n + 1);
+                break;
+            }
+    }
+    conn_free(&k);
+    return v;
+}
+
 static int create_collection(const options *o) {
     conn k;
     if (conn_init(&k, o)) return -1;
@@ -175,38 +257,40 @@ static int create_collection(const options *o) {
         conn_free(&k);
         return -1;
     }
-    snprintf(url, sizeof url, "%s/collections/%s/points?wait=true", o->url, o->collection);
-    uint64_t s = o->seed * 2654435761u + 7;
-    double t0 = now_s();
-    for (unsigned long done = 0; done < o->create;) {
-        unsigned long m = o->create - done < o->upload_batch ? o->create - done : o->upload_batch;
-        char *req = NULL;
-        size_t len = 0;
-        FILE *f = open_memstream(&req, &len);
-        fprintf(f, "{\"batch\":{\"ids\":[");
-        for (unsigned long i = 0; i < m; i++) fprintf(f, "%s%lu", i ? "," : "", done + i);
-        fprintf(f, "],\"vectors\":[");
-        for (unsigned long i = 0; i < m; i++) {
-            if (i) fputc(',', f);
-            put_vector(f, o->dim, &s);
-        }
-        fprintf(f, "]}}");
-        fclose(f);
-        st = http(&k, "PUT", url, req, len);
-        free(req);
-        if (st != 200) {
-            fprintf(stderr, "upsert: HTTP %ld %s\n", st, k.body.p ? k.body.p : "");
-            conn_free(&k);
-            return -1;
-        }
-        done += m;
-        double el = now_s() - t0;
-        fprintf(stderr, "\rcreate: %lu / %lu points (%.0f points/s)", done, o->create,
-                done / (el > 0 ? el : 1e-9));
-    }
-    fprintf(stderr, "\n");
     conn_free(&k);
-    return 0;
+    static const char *upsert_sum = "sieve_http_request_duration_seconds_sum{method=\"PUT\","
+                                    "route=\"/collections/{name}/points\"}";
+    double server0 = metric_sample(o, upsert_sum);
+    pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+    unsigned long next = 0, done = 0;
+    unsigned nt = o->upload_clients;
+    uploader *ups = calloc(nt, sizeof *ups);
+    pthread_t *th = calloc(nt, sizeof *th);
+    if (!ups || !th) return -1;
+    double t0 = now_s();
+    for (unsigned i = 0; i < nt; i++) {
+        ups[i] = (uploader){o, &mu, &next, &done, t0, 0};
+        pthread_create(&th[i], NULL, upload_main, &ups[i]);
+    }
+    int failed = 0;
+    for (unsigned i = 0; i < nt; i++) {
+        pthread_join(th[i], NULL);
+        failed |= ups[i].failed;
+    }
+    double wall = now_s() - t0;
+    double server1 = metric_sample(o, upsert_sum);
+    fprintf(stderr, "\n");
+    if (!failed) {
+        printf("create: %lu points of dim %u in %.1f s with %u upload clients: %.0f points/s "
+               "end to end", o->create, o->dim, wall, nt, (double)o->create / wall);
+        if (server0 >= 0 && server1 > server0)
+            printf("; the server spent %.1f s in upsert requests (%.0f points per "
+                   "request-second)", server1 - server0, (double)o->create / (server1 - server0));
+        printf("\n");
+    }
+    free(ups);
+    free(th);
+    return failed ? -1 : 0;
 }
 
 /* Reads sieve_batch_size_sum and _count from /metrics. */
@@ -356,6 +440,7 @@ int main(int argc, char **argv) {
     o.limit = 10;
     o.seed = 1;
     o.upload_batch = 1000;
+    o.upload_clients = 4;
     static const struct option lo[] = {
         {"url", required_argument, NULL, 'u'},      {"collection", required_argument, NULL, 'c'},
         {"api-key", required_argument, NULL, 'k'},  {"create", required_argument, NULL, 'C'},
@@ -364,6 +449,7 @@ int main(int argc, char **argv) {
         {"duration", required_argument, NULL, 't'}, {"warmup", required_argument, NULL, 'w'},
         {"limit", required_argument, NULL, 'l'},    {"seed", required_argument, NULL, 's'},
         {"upload-batch", required_argument, NULL, 'b'}, {"help", no_argument, NULL, 'h'},
+        {"upload-clients", required_argument, NULL, 'U'},
         {NULL, 0, NULL, 0}};
     int opt;
     while ((opt = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
@@ -381,12 +467,13 @@ int main(int argc, char **argv) {
         case 'l': o.limit = (unsigned)strtoul(optarg, NULL, 10); break;
         case 's': o.seed = strtoul(optarg, NULL, 10); break;
         case 'b': o.upload_batch = (unsigned)strtoul(optarg, NULL, 10); break;
+        case 'U': o.upload_clients = (unsigned)strtoul(optarg, NULL, 10); break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }
     }
     if (optind < argc || o.dim == 0 || o.duration <= 0 || o.warmup < 0 || o.limit == 0 ||
-        o.upload_batch == 0) {
+        o.upload_batch == 0 || o.upload_clients == 0 || o.upload_clients > 256) {
         usage(stderr);
         return 2;
     }
