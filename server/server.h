@@ -61,7 +61,11 @@ void sieve__sbuf_puts(sieve__sbuf *b, const char *s);
 void sieve__sbuf_putc(sieve__sbuf *b, char c);
 void sieve__sbuf_printf(sieve__sbuf *b, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
-/* Appends s (n bytes) as a quoted, escaped JSON string. */
+/* Length (1-4) of the valid UTF-8 sequence starting at s (n bytes available), or 0 when
+ * it is not valid UTF-8 (overlong forms, surrogates and code points past U+10FFFF too). */
+size_t sieve__utf8_seq(const unsigned char *s, size_t n);
+/* Appends s (n bytes) as a quoted, escaped JSON string; invalid UTF-8 becomes U+FFFD, so
+ * replies stay valid JSON whatever a client sent. */
 void sieve__sbuf_json_str(sieve__sbuf *b, const char *s, size_t n);
 /* Appends a float32 value as a JSON number with 9 significant digits (enough to round-trip
  * any float32); infinities become +-3.40282347e+38 because JSON has no infinity. */

@@ -126,6 +126,14 @@ static int parse_string(parser *ps, char *out, size_t cap, size_t *len) {
         char buf[4];
         size_t blen = 1;
         buf[0] = (char)c;
+        if (c >= 0x80) { /* the generic path (jansson) rejects invalid UTF-8 too */
+            size_t k = sieve__utf8_seq((const unsigned char *)ps->p - 1,
+                                       (size_t)(ps->end - ps->p) + 1);
+            if (!k) return syntax(ps, "invalid UTF-8 in a string");
+            for (size_t i = 1; i < k; i++) buf[i] = ps->p[i - 1];
+            blen = k;
+            ps->p += k - 1;
+        }
         if (c == '\\') {
             if (ps->p >= ps->end) return syntax(ps, "premature end of input in a string");
             char x = *ps->p++;

@@ -69,6 +69,35 @@ void sieve__sbuf_printf(sieve__sbuf *b, const char *fmt, ...) {
     b->len += (size_t)n;
 }
 
+size_t sieve__utf8_seq(const unsigned char *s, size_t n) {
+    if (!n) return 0;
+    unsigned c = s[0];
+    if (c < 0x80) return 1;
+    size_t len;
+    unsigned cp;
+    if (c >= 0xc2 && c <= 0xdf) {
+        len = 2;
+        cp = c & 0x1f;
+    } else if (c >= 0xe0 && c <= 0xef) {
+        len = 3;
+        cp = c & 0x0f;
+    } else if (c >= 0xf0 && c <= 0xf4) {
+        len = 4;
+        cp = c & 0x07;
+    } else {
+        return 0;
+    }
+    if (n < len) return 0;
+    for (size_t i = 1; i < len; i++) {
+        if ((s[i] & 0xc0) != 0x80) return 0;
+        cp = (cp << 6) | (s[i] & 0x3f);
+    }
+    if ((len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
+        (cp >= 0xd800 && cp <= 0xdfff))
+        return 0;
+    return len;
+}
+
 void sieve__sbuf_json_str(sieve__sbuf *b, const char *s, size_t n) {
     static const char hex[] = "0123456789abcdef";
     if (reserve(b, n + 2)) return;
@@ -78,6 +107,15 @@ void sieve__sbuf_json_str(sieve__sbuf *b, const char *s, size_t n) {
         unsigned char c = (unsigned char)s[i];
         const char *esc = NULL;
         char ubuf[7];
+        if (c >= 0x80) {
+            size_t k = sieve__utf8_seq((const unsigned char *)s + i, n - i);
+            if (k) { /* a valid multi-byte sequence: copy it as is */
+                run += k;
+                i += k - 1;
+                continue;
+            }
+            esc = "\\ufffd";
+        }
         switch (c) {
         case '"': esc = "\\\""; break;
         case '\\': esc = "\\\\"; break;
@@ -87,7 +125,7 @@ void sieve__sbuf_json_str(sieve__sbuf *b, const char *s, size_t n) {
         case '\b': esc = "\\b"; break;
         case '\f': esc = "\\f"; break;
         default:
-            if (c < 0x20) {
+            if (!esc && c < 0x20) {
                 ubuf[0] = '\\'; ubuf[1] = 'u'; ubuf[2] = '0'; ubuf[3] = '0';
                 ubuf[4] = hex[c >> 4]; ubuf[5] = hex[c & 15]; ubuf[6] = 0;
                 esc = ubuf;

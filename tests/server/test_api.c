@@ -309,6 +309,9 @@ Test(points, bad_upserts_name_the_field_and_write_nothing) {
         {"{\"points\":[{\"id\":1,\"vector\":[Infinity,2,3]}]}", "invalid JSON"},
         {"{\"points\":[{\"id\":1,\"vector\":[1e400,2,3]}]}", "invalid JSON"},
         {"{\"points\":[{\"id\":18446744073709551615,\"vector\":[1,2,3]}]}", "invalid JSON"},
+        {"\xff\xfe\x01garbage", "invalid JSON"},
+        {"{\"points\":[{\"id\":1,\"vector\":[1,2,3],\"payload\":{\"a\":\"\xff\"}}]}",
+         "invalid JSON"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         go_raw("PUT", "/collections/p/points", cases[i].body);

@@ -712,6 +712,9 @@ Test(search, bad_searches_name_the_field) {
          "searches[1].query"},
         {"search", "[1,2,3]", 400, "expected a JSON object"},
         {"search", "{\"vector\":[1,2,3],\"limit\":1", 400, "invalid JSON"},
+        /* raw bytes that are not UTF-8: the error quoting them must still be valid JSON */
+        {"search", "\xc8\xbe\xff\xfe{", 400, "invalid JSON"},
+        {"search", "{\"vector\":[1,2,3],\"limit\":1,\"\xff\":1}", 400, "invalid JSON"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char path[128];

@@ -198,6 +198,9 @@ Test(upsert_parse, bad_bodies_name_the_problem) {
         {"{\"batch\":{\"ids\":[1],\"vectors\":{\"a\":[]}}}", "named vectors"},
         {"{\"batch\":{\"ids\":[\"x\"],\"vectors\":[[1,2]]}}", "batch.ids[0]"},
         {"{\"batch\":{\"ids\":[1],\"vectors\":[[1,2]],\"more\":1}}", "batch.more"},
+        {"{\"points\":[],\"shard_key\":\"a\xff\"}", "invalid UTF-8"},
+        {"{\"points\":[],\"shard_key\":\"\xed\xa0\x80\"}", "invalid UTF-8"},
+        {"{\"points\":[],\"shard_key\":\"\xc0\xaf\"}", "invalid UTF-8"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         sieve__upsert u;
@@ -228,7 +231,7 @@ Test(upsert_parse, mutations_never_accept_what_jansson_rejects) {
     const char *seed =
         "{\"points\":[{\"id\":1,\"vector\":[0.5,-1e-3,2],\"payload\":{\"k\":\"v\\\"w\",\"n\":[1,2,"
         "{\"z\":true}]}},{\"id\":\"00000000-0000-0000-0000-00000000002a\",\"vector\":[1,2,3]}],"
-        "\"shard_key\":null}";
+        "\"shard_key\":\"k\xc3\xa9y\"}";
     size_t n = strlen(seed);
     char *buf = malloc(n + 8);
     static const char alphabet[] = "{}[]\",:0123456789.eE+-truefalsnul\\ \n\x01\xff";
