@@ -29,18 +29,19 @@ __device__ inline float to_f<__half>(__half v) { return __half2float(v); }
 template <>
 __device__ inline float to_f<__nv_bfloat16>(__nv_bfloat16 v) { return __bfloat162float(v); }
 
-/* Same arithmetic as sieve_row_sqnorm: fmaf in index order from the stored values. */
+/* Same arithmetic as sieve_row_sqnorm: lane i % 8, fmaf in index order, pairwise combine. */
 template <typename T>
 __global__ void row_sqnorms_kernel(const T *rows, uint64_t n_rows, uint32_t dim, float *out) {
     uint64_t r = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x;
     if (r >= n_rows) return;
     const T *x = rows + r * dim;
-    float s = 0.f;
+    float s[8] = {0, 0, 0, 0, 0, 0, 0, 0};
     for (uint32_t i = 0; i < dim; i++) {
         float v = to_f(x[i]);
-        s = fmaf(v, v, s);
+        s[i % 8] = fmaf(v, v, s[i % 8]);
     }
-    out[r] = s;
+    out[r] = __fadd_rn(__fadd_rn(__fadd_rn(s[0], s[1]), __fadd_rn(s[2], s[3])),
+                       __fadd_rn(__fadd_rn(s[4], s[5]), __fadd_rn(s[6], s[7])));
 }
 
 } // namespace
