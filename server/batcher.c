@@ -10,9 +10,10 @@
  * the worker builds the reply and resumes the connection.
  * Must not: parse HTTP bodies (routes validate before submitting) or write to the store.
  *
- * Devices: on the CPU the snapshot's host matrix is searched in place. A CUDA device
- * searches device copies of the pages kept by devcache.c (refreshed by page generation);
- * SIEVE_DEVICE_COPY=1 makes the CPU take that path too, so tests cover it without a GPU.
+ * Devices: every search goes through the store's device page cache (sieve_devcache_knn),
+ * one per worker: on the CPU it searches the snapshot's pages where they lie in LMDB's map;
+ * on a GPU it keeps pages resident (refreshed by page generation) and streams collections
+ * larger than its budget, exactly.
  *
  * Thread-safety: submit may be called from any thread; everything else is internal.
  */
@@ -53,14 +54,14 @@ typedef struct worker {
     pthread_t thread;
     int started;
     sieve_device *dev;
+    sieve_devcache *dc;         /* the store's device page cache for dev */
     char spec[64];
-    void *scratch;
-    size_t scratch_bytes;
     char desc[sizeof(((sieve_device_info *)0)->name) + 64]; /* device name, fixed at open */
     int is_cuda;
     atomic_ullong mem_used;     /* device memory in use, refreshed after each batch */
+    atomic_ullong cache_bytes;  /* the page cache's resident bytes, after each batch */
+    atomic_ullong pages_uploaded, streamed; /* the page cache's counters */
     sieve__query **batch;       /* batch_max slots */
-    sieve__devcache *cache;     /* device copies (CUDA, or forced); NULL = host view */
     struct cqueue *queue;       /* the queue of the batch in hand */
     mask_entry masks[MASK_CACHE];
     uint64_t tick;
@@ -284,29 +285,6 @@ static int get_mask(worker *w, sieve_snapshot *snap, const sieve__filter *f, con
 
 /* ---------------------------------------------------------------- answering */
 
-/* The matrix the device searches. The CPU searches the snapshot's host view directly. */
-static int devmatrix(worker *w, sieve_snapshot *snap, sieve_matrix *out) {
-    if (w->cache) return sieve__devcache_matrix(w->cache, snap, out);
-    *out = *sieve_snapshot_matrix(snap);
-    return 0;
-}
-
-static int ensure_scratch(worker *w, const sieve_matrix *m, uint32_t nq,
-                          const sieve_search_params *p) {
-    size_t need = 0;
-    int rc = sieve_knn_scratch_size(w->dev, m, nq, p, &need);
-    if (rc) return rc;
-    if (need <= w->scratch_bytes) return 0;
-    sieve_device_free(w->dev, w->scratch);
-    w->scratch = NULL;
-    w->scratch_bytes = 0;
-    size_t grow = need + need / 4;
-    rc = sieve_device_alloc(w->dev, grow, &w->scratch);
-    if (rc) return rc;
-    w->scratch_bytes = grow;
-    return 0;
-}
-
 /* Writes q's ScoredPoint list from the kernel's rows/scores (count real entries). */
 static void format_results(sieve_snapshot *snap, sieve__query *q, sieve_metric metric,
                            const int64_t *rows, const float *scores, uint32_t count,
@@ -370,24 +348,21 @@ static void empty_result(sieve__query *q) {
 }
 
 /* Answers group g (n queries with the same filter and k) with one kernel call. */
-static void run_group(worker *w, sieve_snapshot *snap, const sieve_matrix *base,
-                      sieve__query **g, size_t n, uint32_t k, float *vecbuf) {
+static void run_group(worker *w, sieve_snapshot *snap, sieve__query **g, size_t n, uint32_t k,
+                      float *vecbuf) {
     const sieve_collection_info *info = sieve_snapshot_info(snap);
     sieve_metric metric = info->config.metric;
     uint32_t dim = info->config.dim;
-    sieve_matrix m = *base;
+    const uint64_t *mask = NULL;
     uint64_t eligible = info->points;
     if (g[0]->filter_key) {
-        const uint64_t *mask = NULL;
         int rc = get_mask(w, snap, g[0]->filter, g[0]->filter_key, &mask, &eligible);
-        if (!rc && w->cache) rc = sieve__devcache_mask(w->cache, mask, info->rows, &mask);
         if (rc) {
             char msg[160];
             snprintf(msg, sizeof msg, "filter evaluation failed: %s", sieve_strerror(rc));
             for (size_t i = 0; i < n; i++) query_fail(g[i], sieve__status_for(rc), msg);
             return;
         }
-        m.allowed = mask;
     }
     if (eligible == 0 || info->rows == 0) {
         for (size_t i = 0; i < n; i++) empty_result(g[i]);
@@ -408,17 +383,16 @@ static void run_group(worker *w, sieve_snapshot *snap, const sieve_matrix *base,
             memcpy(queries + i * dim, g[i]->vector, dim * sizeof(float));
         sieve_search_params p;
         sieve_search_params_init(&p, metric, k);
-        rc = ensure_scratch(w, &m, (uint32_t)n, &p);
-        if (!rc) {
-            t0 = sieve__now_s();
-            rc = sieve_knn(w->dev, &m, queries, (uint32_t)n, &p, w->scratch, w->scratch_bytes,
-                           rows, scores, counts, NULL, &st);
-            t1 = sieve__now_s();
-        }
+        t0 = sieve__now_s();
+        rc = sieve_devcache_knn(w->dc, snap, mask, queries, (uint32_t)n, &p, rows, scores,
+                                counts, &st);
+        t1 = sieve__now_s();
     }
     if (rc) {
         char msg[200];
-        snprintf(msg, sizeof msg, "search failed on %s: %s", w->spec, sieve_strerror(rc));
+        snprintf(msg, sizeof msg, "search failed on %s: %s%s", w->spec, sieve_strerror(rc),
+                 rc == SIEVE_ENOMEM ? " (device memory too small even to stream the "
+                                      "collection)" : "");
         sieve__log(w->b->srv, SIEVE_LOG_ERROR, "%s (collection %s, %zu queries, k=%u)", msg,
                    info->config.name, n, k);
         for (size_t i = 0; i < n; i++) query_fail(g[i], 500, msg);
@@ -456,14 +430,8 @@ static void answer_batch(worker *w, const char *name, sieve__query **qs, size_t 
     }
     const sieve_collection_info *info = sieve_snapshot_info(snap);
     float *vecbuf = malloc((size_t)info->config.dim * sizeof(float));
-    sieve_matrix base;
-    rc = vecbuf ? devmatrix(w, snap, &base) : SIEVE_ENOMEM;
-    if (rc) {
-        char msg[200];
-        snprintf(msg, sizeof msg, "cannot search on %s: %s%s", w->spec, sieve_strerror(rc),
-                 rc == SIEVE_ENOMEM && w->cache ? " (the collection does not fit in device "
-                                                  "memory; try --device cpu)" : "");
-        for (size_t i = 0; i < n; i++) query_fail(qs[i], 500, msg);
+    if (!vecbuf) {
+        for (size_t i = 0; i < n; i++) query_fail(qs[i], 500, "out of memory");
         goto out;
     }
     /* A query validated against an older collection of the same name may not fit. */
@@ -489,7 +457,7 @@ static void answer_batch(worker *w, const char *name, sieve__query **qs, size_t 
                 grp[gn++] = qs[j];
                 done[j] = 1;
             }
-            run_group(w, snap, &base, grp, gn, query_k(qs[i]), vecbuf);
+            run_group(w, snap, grp, gn, query_k(qs[i]), vecbuf);
         }
     }
     free(done);
@@ -518,8 +486,12 @@ static void *worker_main(void *arg) {
             sieve_device_info info;
             if (sieve_device_get_info(w->dev, &info) == 0 && info.memory_total >= info.memory_free)
                 atomic_store(&w->mem_used, info.memory_total - info.memory_free);
-        } else if (w->cache) {
-            atomic_store(&w->mem_used, sieve__devcache_bytes(w->cache));
+        }
+        sieve_devcache_stats cs;
+        if (sieve_devcache_get_stats(w->dc, &cs) == 0) {
+            atomic_store(&w->cache_bytes, cs.resident_bytes);
+            atomic_store(&w->pages_uploaded, cs.pages_uploaded);
+            atomic_store(&w->streamed, cs.streamed_searches);
         }
     }
     return NULL;
@@ -575,10 +547,10 @@ int sieve__batcher_create(sieve_server *s, const char *spec, sieve__batcher **ou
             if (w->is_cuda && info.memory_total >= info.memory_free)
                 atomic_store(&w->mem_used, info.memory_total - info.memory_free);
         }
-        if (w->is_cuda || s->cfg.device_copy) {
-            rc = sieve__devcache_create(w->dev, &w->cache);
-            if (rc) break;
-        }
+        sieve_devcache_options dco;
+        sieve_devcache_options_init(&dco);
+        rc = sieve_devcache_create(w->dev, &dco, &w->dc);
+        if (rc) break;
         p = comma ? comma + 1 : p + len;
     }
     if (!rc) {
@@ -608,11 +580,8 @@ void sieve__batcher_destroy(sieve__batcher *b) {
         worker *w = &b->workers[i];
         if (w->started) pthread_join(w->thread, NULL);
         mask_cache_clear(w);
-        sieve__devcache_destroy(w->cache);
-        if (w->dev) {
-            sieve_device_free(w->dev, w->scratch);
-            sieve_device_close(w->dev);
-        }
+        sieve_devcache_destroy(w->dc);
+        sieve_device_close(w->dev);
         free(w->batch);
     }
     free(b->workers);
@@ -633,6 +602,16 @@ void sieve__batcher_describe(sieve__batcher *b, char *buf, size_t n) {
         int w = snprintf(buf + off, n - off, "%s%s", i ? ", " : "", b->workers[i].desc);
         if (w < 0) break;
         off += (size_t)w;
+    }
+}
+
+void sieve__batcher_cache_stats(sieve__batcher *b, uint64_t *resident_bytes,
+                                uint64_t *pages_uploaded, uint64_t *streamed) {
+    *resident_bytes = *pages_uploaded = *streamed = 0;
+    for (size_t i = 0; i < b->n_workers; i++) {
+        *resident_bytes += atomic_load(&b->workers[i].cache_bytes);
+        *pages_uploaded += atomic_load(&b->workers[i].pages_uploaded);
+        *streamed += atomic_load(&b->workers[i].streamed);
     }
 }
 

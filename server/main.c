@@ -222,10 +222,6 @@ static int configure(sieve_server_config *c, int argc, char **argv) {
     c->log_level = SIEVE_LOG_INFO;
     c->conn_timeout_s = 60;
 
-    /* Testing only, undocumented in --help: search device copies of the pages even on the
-     * CPU, so the CUDA data path is exercised where no GPU exists. */
-    const char *dc = getenv("SIEVE_DEVICE_COPY");
-    c->device_copy = dc && *dc && strcmp(dc, "0") != 0;
     for (size_t i = 0; i < sizeof env_vars / sizeof env_vars[0]; i++) {
         const char *v = getenv(env_vars[i].env);
         if (v && apply(c, env_vars[i].opt, v, env_vars[i].env)) return -1;
@@ -315,11 +311,10 @@ int main(int argc, char **argv) {
     sieve__batcher_describe(s->batcher, dev, sizeof dev);
     sieve__log(s, SIEVE_LOG_INFO,
                "sieve-server %s listening on http://%s:%u (data %s, device %s, %u threads, "
-               "batch %u / %u us%s%s%s)", SIEVE_VERSION, s->cfg.host, s->bound_port,
+               "batch %u / %u us%s%s)", SIEVE_VERSION, s->cfg.host, s->bound_port,
                s->cfg.data_dir, dev, s->cfg.threads, s->cfg.batch_max, s->cfg.batch_wait_us,
                s->cfg.api_key[0] ? ", api key required" : "",
-               s->cfg.no_sync ? ", NO FSYNC" : "",
-               s->cfg.device_copy ? ", device copies forced" : "");
+               s->cfg.no_sync ? ", NO FSYNC" : "");
 
     int sig = 0;
     while (sigwait(&stop, &sig) != 0) {

@@ -218,6 +218,22 @@ void sieve__metrics_render(sieve_server *s, sieve__sbuf *o) {
                        (long)atomic_load(&s->in_flight),
                        (unsigned long long)sieve__batcher_device_memory_used(s->batcher));
 
+    uint64_t cache_bytes = 0, pages = 0, streamed = 0;
+    sieve__batcher_cache_stats(s->batcher, &cache_bytes, &pages, &streamed);
+    sieve__sbuf_printf(o, "# HELP sieve_device_cache_bytes Device bytes the page caches hold "
+                          "(pages, norms, tables, masks; 0 on the CPU).\n"
+                          "# TYPE sieve_device_cache_bytes gauge\n"
+                          "sieve_device_cache_bytes %llu\n"
+                          "# HELP sieve_device_pages_uploaded_total Pages copied to devices "
+                          "(refreshes and streamed chunks).\n"
+                          "# TYPE sieve_device_pages_uploaded_total counter\n"
+                          "sieve_device_pages_uploaded_total %llu\n"
+                          "# HELP sieve_device_streamed_searches_total Searches that streamed a "
+                          "collection larger than the device budget.\n"
+                          "# TYPE sieve_device_streamed_searches_total counter\n"
+                          "sieve_device_streamed_searches_total %llu\n",
+                       (unsigned long long)cache_bytes, (unsigned long long)pages,
+                       (unsigned long long)streamed);
     sieve__sbuf_puts(o, "# HELP sieve_collection_points Live points per collection.\n"
                         "# TYPE sieve_collection_points gauge\n");
     char **names = NULL;

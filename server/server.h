@@ -115,7 +115,6 @@ typedef struct sieve_server_config {
     int log_level;
     unsigned conn_timeout_s;
     int no_sync;             /* testing only: LMDB without fsync */
-    int device_copy;         /* testing only: search device copies even on the CPU */
 } sieve_server_config;
 
 /* ---------------------------------------------------------------- the context */
@@ -389,21 +388,11 @@ void sieve__batcher_destroy(sieve__batcher *b);
 /* Device description and memory in use, for startup logs and metrics. */
 void sieve__batcher_describe(sieve__batcher *b, char *buf, size_t n);
 uint64_t sieve__batcher_device_memory_used(sieve__batcher *b);
+/* The page caches' resident bytes and counters, summed over the workers. */
+void sieve__batcher_cache_stats(sieve__batcher *b, uint64_t *resident_bytes,
+                                uint64_t *pages_uploaded, uint64_t *streamed);
 /* Queries waiting over every collection. */
 uint64_t sieve__batcher_queued(sieve__batcher *b);
-
-/* ---------------------------------------------------------------- device copies (devcache.c) */
-
-typedef struct sieve__devcache sieve__devcache;
-int sieve__devcache_create(sieve_device *dev, sieve__devcache **out);
-void sieve__devcache_destroy(sieve__devcache *c);
-/* Makes snap's pages resident on the device and fills *m with the device view (allowed
- * left NULL). Errors: SIEVE_ENOMEM and the device's errors. */
-int sieve__devcache_matrix(sieve__devcache *c, sieve_snapshot *snap, sieve_matrix *m);
-/* Uploads an allowed-row bitmap of rows bits; *out is valid until the next call. */
-int sieve__devcache_mask(sieve__devcache *c, const uint64_t *mask, uint64_t rows,
-                         const uint64_t **out);
-uint64_t sieve__devcache_bytes(const sieve__devcache *c);
 
 /* Builds the reply of a finished job (routes_search.c). */
 void sieve__search_job_reply(sieve__search_job *job);
