@@ -221,9 +221,16 @@ static int send_direct(ingest *g, slot *s, char *msg, size_t len) {
         p->payload_len = p->payload ? s->plen[i] : 0;
     }
     int rc = sieve_store_upsert(g->st, g->coll, s->pts, s->n);
-    if (rc)
-        snprintf(msg, len, "store write of rows %" PRIu64 "..%" PRIu64 " failed: %s (%s)", s->row0,
-                 s->row0 + s->n - 1, sieve_strerror(rc), sieve_errname(rc));
+    if (rc) {
+        const char *hint = "";
+        if (rc == SIEVE_ERANGE)
+            hint = ": a value does not fit the collection's datatype, or a vector's squared "
+                   "length overflows float32";
+        else if (rc == SIEVE_ETOOBIG) hint = ": a payload is larger than 16 MiB";
+        else if (rc == SIEVE_EPARSE || rc == SIEVE_EINVAL) hint = ": a payload is not a JSON object";
+        snprintf(msg, len, "store write of rows %" PRIu64 "..%" PRIu64 " failed: %s (%s)%s",
+                 s->row0, s->row0 + s->n - 1, sieve_strerror(rc), sieve_errname(rc), hint);
+    }
     return rc;
 }
 
