@@ -51,28 +51,43 @@ static void on_signal(int sig) {
 
 enum { SLOT_FREE = 0, SLOT_READY, SLOT_BUSY, SLOT_DONE, SLOT_FAILED };
 
+/* One batch in flight. In the shared-reader mode the slot owns copies of the rows; in the
+ * worker-reads mode it only records the batch and points into the worker's own source. */
 typedef struct slot {
     int state;
     uint64_t batch; /* batch number in this run */
     uint64_t row0;  /* first row */
     size_t n;
-    float *vecs;      /* cap * dim */
-    sieve_ds_id *ids; /* cap */
-    char *arena;      /* payload texts, NUL-terminated */
+    const float *vecs;       /* n * dim */
+    const sieve_ds_id *ids;  /* n */
+    const char *const *pptr; /* n payload texts (NULL: none), or NULL for no payloads */
+    const size_t *plen;
+    /* shared-reader mode: the slot's own buffers */
+    float *own_vecs;
+    sieve_ds_id *own_ids;
+    char *arena; /* payload texts, NUL-terminated */
     size_t arena_len, arena_cap;
     size_t *poff; /* payload offsets; SIZE_MAX: none */
-    size_t *plen;
-    const char **pptr; /* pointers into arena (NULL: none); valid once READY */
-    int has_payloads;
+    size_t *own_plen;
+    const char **own_pptr;
+} slot;
+
+/* A worker's own things: its scratch for one request and, in the worker-reads mode, its
+ * own source and id buffer. */
+typedef struct worker_ctx {
+    struct ingest *g;
+    int index;
     sieve_point *pts;      /* direct route */
     sieve_client_id *cids; /* HTTP route */
-} slot;
+    sieve_ds_source *src;  /* worker-reads mode */
+    sieve_ds_id *ids;      /* generated ids (worker-reads mode) */
+} worker_ctx;
 
 typedef struct ingest {
     /* options */
     const char *vectors_path, *ids_path, *payloads_path, *coll, *data_dir, *ckpt_opt;
     sieve_ds_format fmt;
-    int create, restart, direct, have_distance, have_dtype;
+    int create, restart, direct, have_distance, have_dtype, stats;
     sieve_client_distance distance;
     sieve_client_dtype dtype;
     uint64_t id_start, limit;
@@ -81,16 +96,21 @@ typedef struct ingest {
     sieve_progress_mode pmode;
     cli_common cc;
     /* input and target */
+    sieve_ds_source_options so;
     sieve_ds_source *src;
     sieve_ds_source_info info;
     uint32_t dim;
     uint64_t total, start;
+    int worker_reads;       /* every worker reads its own batches (dense input files only) */
     sieve_store *st;
     sieve_client **clients; /* one per worker (HTTP) */
     int exact_vectors;      /* stored float32 equals the input (float32, not Cosine) */
+    /* where the time goes (--stats): seconds, summed over threads */
+    double t_read, t_copy, t_wait_slot, t_send;
     /* pipeline */
     slot *slots;
     size_t nslots;
+    uint64_t nbatches;
     pthread_mutex_t mu;
     pthread_cond_t cv;
     uint64_t filled, taken, wm_batch, wm_row, acked;
@@ -170,6 +190,8 @@ static void help_ingest(FILE *f) {
         "Output:\n"
         "  --progress         always draw the progress bar (default: only on a terminal)\n"
         "  --quiet            no progress bar\n"
+        "  --stats            print where the time went (reading, waiting, sending; the\n"
+        "                     store's apply and commit times with --data-dir)\n"
         "\n"
         "If FILE repeats an id, which of its rows wins is unspecified with --parallel > 1.\n"
         "\n" CLI_COMMON_HELP);
@@ -207,9 +229,9 @@ static void save_checkpoint(ingest *g, uint64_t wm) {
 
 /* ---------------------------------------------------------------- sending one batch */
 
-static int send_direct(ingest *g, slot *s, char *msg, size_t len) {
+static int send_direct(ingest *g, worker_ctx *w, slot *s, char *msg, size_t len) {
     for (size_t i = 0; i < s->n; i++) {
-        sieve_point *p = &s->pts[i];
+        sieve_point *p = &w->pts[i];
         const sieve_ds_id *id = &s->ids[i];
         memset(&p->id, 0, sizeof p->id);
         p->id.kind = id->is_uuid ? SIEVE_ID_UUID : SIEVE_ID_NUM;
@@ -217,10 +239,10 @@ static int send_direct(ingest *g, slot *s, char *msg, size_t len) {
         memcpy(p->id.uuid, id->uuid, 16);
         p->vector = s->vecs + i * (size_t)g->dim;
         p->dim = g->dim;
-        p->payload = s->has_payloads ? s->pptr[i] : NULL;
+        p->payload = s->pptr ? s->pptr[i] : NULL;
         p->payload_len = p->payload ? s->plen[i] : 0;
     }
-    int rc = sieve_store_upsert(g->st, g->coll, s->pts, s->n);
+    int rc = sieve_store_upsert(g->st, g->coll, w->pts, s->n);
     if (rc) {
         const char *hint = "";
         if (rc == SIEVE_ERANGE)
@@ -242,17 +264,18 @@ static void sleep_s(double s) {
 
 /* Sends rows [lo, hi) of s; halves on 413; retries a few more times (beyond the client's
  * own retries) when the server stays unreachable. */
-static int send_http_range(ingest *g, sieve_client *cl, slot *s, size_t lo, size_t hi, char *msg,
+static int send_http_range(ingest *g, worker_ctx *w, slot *s, size_t lo, size_t hi, char *msg,
                            size_t len) {
-    const char *const *pl = s->has_payloads ? s->pptr + lo : NULL;
+    sieve_client *cl = g->clients[w->index];
+    const char *const *pl = s->pptr ? s->pptr + lo : NULL;
     for (int attempt = 0;; attempt++) {
-        int rc = sieve_client_upsert_batch(cl, g->coll, s->cids + lo, s->vecs + lo * (size_t)g->dim,
+        int rc = sieve_client_upsert_batch(cl, g->coll, w->cids + lo, s->vecs + lo * (size_t)g->dim,
                                            hi - lo, g->dim, pl);
         if (!rc) return 0;
         if (rc == SIEVE_ETOOBIG && hi - lo > 1) {
             size_t mid = lo + (hi - lo) / 2;
-            rc = send_http_range(g, cl, s, lo, mid, msg, len);
-            return rc ? rc : send_http_range(g, cl, s, mid, hi, msg, len);
+            rc = send_http_range(g, w, s, lo, mid, msg, len);
+            return rc ? rc : send_http_range(g, w, s, mid, hi, msg, len);
         }
         if (rc == SIEVE_ENET && attempt < 3 && !stop_requested) {
             sleep_s((double)(2 << attempt));
@@ -264,56 +287,124 @@ static int send_http_range(ingest *g, sieve_client *cl, slot *s, size_t lo, size
     }
 }
 
-static int send_http(ingest *g, int w, slot *s, char *msg, size_t len) {
-    for (size_t i = 0; i < s->n; i++) s->cids[i] = cli_id_from_ds(&s->ids[i]);
-    return send_http_range(g, g->clients[w], s, 0, s->n, msg, len);
+static int send_http(ingest *g, worker_ctx *w, slot *s, char *msg, size_t len) {
+    for (size_t i = 0; i < s->n; i++) w->cids[i] = cli_id_from_ds(&s->ids[i]);
+    return send_http_range(g, w, s, 0, s->n, msg, len);
 }
 
-typedef struct worker_arg {
-    ingest *g;
-    int index;
-} worker_arg;
+/* Ids for rows without an id source: id_start + row. */
+static void make_ids(ingest *g, sieve_ds_id *ids, uint64_t row0, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        memset(&ids[i], 0, sizeof ids[i]);
+        ids[i].num = g->id_start + row0 + i;
+    }
+}
+
+/* Worker-reads mode: reads batch s (row0, n set) through the worker's own source. */
+static int worker_read(ingest *g, worker_ctx *w, slot *s, char *msg, size_t len) {
+    sieve_ds_error derr;
+    sieve_ds_batch b;
+    if ((sieve_ds_source_tell(w->src) != s->row0 &&
+         sieve_ds_source_seek(w->src, s->row0, &derr)) ||
+        sieve_ds_source_read(w->src, s->n, &b, &derr)) {
+        snprintf(msg, len, "%s", derr.msg);
+        return -1;
+    }
+    if (b.n != s->n) {
+        snprintf(msg, len, "%s: ended at row %" PRIu64 "; expected %" PRIu64 " rows",
+                 g->vectors_path, s->row0 + b.n, g->total);
+        return -1;
+    }
+    s->vecs = b.vectors;
+    if (b.ids) {
+        s->ids = b.ids;
+    } else {
+        make_ids(g, w->ids, s->row0, s->n);
+        s->ids = w->ids;
+    }
+    s->pptr = b.payloads;
+    s->plen = b.payload_lens;
+    return 0;
+}
+
+/* Marks s finished (rc 0) or failed and moves the watermark; called with g->mu held.
+ * Returns the watermark. */
+static uint64_t finish_locked(ingest *g, slot *s, int rc, const char *msg) {
+    if (rc) {
+        s->state = SLOT_FAILED;
+        fail_locked(g, "%s", msg);
+    } else {
+        s->state = SLOT_DONE;
+        g->acked += s->n;
+        /* advance the watermark over every leading finished batch */
+        for (;;) {
+            slot *w = &g->slots[g->wm_batch % g->nslots];
+            if (g->wm_batch >= g->filled || w->state != SLOT_DONE || w->batch != g->wm_batch)
+                break;
+            g->wm_row = w->row0 + w->n;
+            w->state = SLOT_FREE;
+            g->wm_batch++;
+        }
+    }
+    pthread_cond_broadcast(&g->cv);
+    return g->wm_row;
+}
+
+/* Claims the next batch for a worker that reads its own rows; NULL when there is none
+ * (or the run stops). Called with g->mu held. */
+static slot *claim_locked(ingest *g) {
+    for (;;) {
+        if (g->failed || stop_requested || g->filled >= g->nbatches) return NULL;
+        slot *s = &g->slots[g->filled % g->nslots];
+        if (s->state == SLOT_FREE) {
+            s->batch = g->filled++;
+            s->row0 = g->start + s->batch * g->batch;
+            s->n = g->total - s->row0 < g->batch ? (size_t)(g->total - s->row0) : g->batch;
+            s->state = SLOT_BUSY;
+            g->taken = g->filled;
+            return s;
+        }
+        pthread_cond_wait(&g->cv, &g->mu);
+    }
+}
 
 static void *worker(void *arg) {
-    worker_arg *wa = arg;
-    ingest *g = wa->g;
+    worker_ctx *w = arg;
+    ingest *g = w->g;
     char msg[1536];
     for (;;) {
+        slot *s;
         pthread_mutex_lock(&g->mu);
-        while (!g->failed && g->taken == g->filled && !g->reader_done)
-            pthread_cond_wait(&g->cv, &g->mu);
-        if (g->failed || g->taken == g->filled) {
-            pthread_mutex_unlock(&g->mu);
-            break;
-        }
-        slot *s = &g->slots[g->taken % g->nslots];
-        g->taken++;
-        s->state = SLOT_BUSY;
-        pthread_mutex_unlock(&g->mu);
-
-        msg[0] = 0;
-        int rc = g->direct ? send_direct(g, s, msg, sizeof msg)
-                           : send_http(g, wa->index, s, msg, sizeof msg);
-
-        pthread_mutex_lock(&g->mu);
-        if (rc) {
-            s->state = SLOT_FAILED;
-            fail_locked(g, "%s", msg);
+        if (g->worker_reads) {
+            s = claim_locked(g);
         } else {
-            s->state = SLOT_DONE;
-            g->acked += s->n;
-            /* advance the watermark over every leading finished batch */
-            for (;;) {
-                slot *w = &g->slots[g->wm_batch % g->nslots];
-                if (g->wm_batch >= g->filled || w->state != SLOT_DONE || w->batch != g->wm_batch)
-                    break;
-                g->wm_row = w->row0 + w->n;
-                w->state = SLOT_FREE;
-                g->wm_batch++;
+            while (!g->failed && g->taken == g->filled && !g->reader_done)
+                pthread_cond_wait(&g->cv, &g->mu);
+            s = g->failed || g->taken == g->filled ? NULL : &g->slots[g->taken % g->nslots];
+            if (s) {
+                g->taken++;
+                s->state = SLOT_BUSY;
             }
         }
-        uint64_t wm = g->wm_row;
-        pthread_cond_broadcast(&g->cv);
+        pthread_mutex_unlock(&g->mu);
+        if (!s) break;
+
+        msg[0] = 0;
+        double t0 = now_s(), t1 = t0;
+        int rc = 0;
+        if (g->worker_reads) {
+            rc = worker_read(g, w, s, msg, sizeof msg);
+            t1 = now_s();
+        }
+        if (!rc)
+            rc = g->direct ? send_direct(g, w, s, msg, sizeof msg)
+                           : send_http(g, w, s, msg, sizeof msg);
+        double t2 = now_s();
+
+        pthread_mutex_lock(&g->mu);
+        g->t_read += t1 - t0;
+        g->t_send += t2 - t1;
+        uint64_t wm = finish_locked(g, s, rc, msg);
         pthread_mutex_unlock(&g->mu);
         if (!rc) save_checkpoint(g, wm);
     }
@@ -324,53 +415,45 @@ static void *worker(void *arg) {
     return NULL;
 }
 
-/* ---------------------------------------------------------------- reading into slots */
+/* ---------------------------------------------------------------- the shared reader */
 
 static int slot_alloc(ingest *g, slot *s) {
     memset(s, 0, sizeof *s);
-    s->vecs = malloc(g->batch * (size_t)g->dim * sizeof *s->vecs);
-    s->ids = malloc(g->batch * sizeof *s->ids);
+    if (g->worker_reads) return 0;
+    s->own_vecs = malloc(g->batch * (size_t)g->dim * sizeof *s->own_vecs);
+    s->own_ids = malloc(g->batch * sizeof *s->own_ids);
     s->poff = malloc(g->batch * sizeof *s->poff);
-    s->plen = malloc(g->batch * sizeof *s->plen);
-    s->pptr = malloc(g->batch * sizeof *s->pptr);
-    if (g->direct)
-        s->pts = calloc(g->batch, sizeof *s->pts);
-    else
-        s->cids = calloc(g->batch, sizeof *s->cids);
-    return s->vecs && s->ids && s->poff && s->plen && s->pptr && (s->pts || s->cids) ? 0 : -1;
+    s->own_plen = malloc(g->batch * sizeof *s->own_plen);
+    s->own_pptr = malloc(g->batch * sizeof *s->own_pptr);
+    return s->own_vecs && s->own_ids && s->poff && s->own_plen && s->own_pptr ? 0 : -1;
 }
 
 static void slot_free(slot *s) {
-    free(s->vecs);
-    free(s->ids);
+    free(s->own_vecs);
+    free(s->own_ids);
     free(s->arena);
     free(s->poff);
-    free(s->plen);
-    free(s->pptr);
-    free(s->pts);
-    free(s->cids);
+    free(s->own_plen);
+    free(s->own_pptr);
 }
 
 /* Copies a source batch into s (the source's buffers live only until its next read). */
 static int slot_fill(ingest *g, slot *s, const sieve_ds_batch *b) {
     s->n = b->n;
     s->row0 = b->first_row;
-    memcpy(s->vecs, b->vectors, b->n * (size_t)g->dim * sizeof *s->vecs);
-    if (b->ids) {
-        memcpy(s->ids, b->ids, b->n * sizeof *s->ids);
-    } else {
-        for (size_t i = 0; i < b->n; i++) {
-            memset(&s->ids[i], 0, sizeof s->ids[i]);
-            s->ids[i].num = g->id_start + b->first_row + i;
-        }
-    }
-    s->has_payloads = b->payloads != NULL;
+    memcpy(s->own_vecs, b->vectors, b->n * (size_t)g->dim * sizeof *s->own_vecs);
+    s->vecs = s->own_vecs;
+    if (b->ids) memcpy(s->own_ids, b->ids, b->n * sizeof *s->own_ids);
+    else make_ids(g, s->own_ids, b->first_row, b->n);
+    s->ids = s->own_ids;
+    s->pptr = NULL;
+    s->plen = NULL;
     if (!b->payloads) return 0;
     s->arena_len = 0;
     for (size_t i = 0; i < b->n; i++) {
         if (!b->payloads[i]) {
             s->poff[i] = SIZE_MAX;
-            s->plen[i] = 0;
+            s->own_plen[i] = 0;
             continue;
         }
         size_t len = b->payload_lens[i];
@@ -385,102 +468,69 @@ static int slot_fill(ingest *g, slot *s, const sieve_ds_batch *b) {
         memcpy(s->arena + s->arena_len, b->payloads[i], len);
         s->arena[s->arena_len + len] = 0;
         s->poff[i] = s->arena_len;
-        s->plen[i] = len;
+        s->own_plen[i] = len;
         s->arena_len += len + 1;
     }
     for (size_t i = 0; i < b->n; i++)
-        s->pptr[i] = s->poff[i] == SIZE_MAX ? NULL : s->arena + s->poff[i];
+        s->own_pptr[i] = s->poff[i] == SIZE_MAX ? NULL : s->arena + s->poff[i];
+    s->pptr = s->own_pptr;
+    s->plen = s->own_plen;
     return 0;
 }
 
-/* Runs the pipeline from g->start to g->total. Returns CLI_OK, CLI_FAIL or CLI_INTERRUPTED. */
-static int run_pipeline(ingest *g, sieve_progress *bar) {
-    g->nslots = (size_t)g->parallel * 2 + 1;
-    g->slots = calloc(g->nslots, sizeof *g->slots);
-    if (!g->slots) return cli_error(CLI_FAIL, CMD, "out of memory");
-    for (size_t i = 0; i < g->nslots; i++)
-        if (slot_alloc(g, &g->slots[i])) {
-            for (size_t k = 0; k <= i; k++) slot_free(&g->slots[k]);
-            free(g->slots);
-            g->slots = NULL;
-            return cli_error(CLI_FAIL, CMD, "out of memory for %zu batches of %zu vectors",
-                             g->nslots, g->batch);
-        }
-    g->wm_row = g->start;
-    g->ck_written = g->start;
-    pthread_t *th = calloc((size_t)g->parallel, sizeof *th);
-    worker_arg *wa = calloc((size_t)g->parallel, sizeof *wa);
-    int started = 0;
-    if (th && wa) {
-        for (int i = 0; i < g->parallel; i++) {
-            wa[i].g = g;
-            wa[i].index = i;
-            pthread_mutex_lock(&g->mu);
-            g->workers_alive++;
-            pthread_mutex_unlock(&g->mu);
-            if (pthread_create(&th[i], NULL, worker, &wa[i])) {
-                pthread_mutex_lock(&g->mu);
-                g->workers_alive--;
-                fail_locked(g, "cannot start a worker thread");
-                pthread_mutex_unlock(&g->mu);
-                break;
-            }
-            started++;
-        }
-    } else {
-        pthread_mutex_lock(&g->mu);
-        fail_locked(g, "out of memory");
-        pthread_mutex_unlock(&g->mu);
+/* Waits up to 100 ms on g->cv (g->mu held), then redraws the progress bar. */
+static void wait_and_draw(ingest *g, sieve_progress *bar) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_nsec += 100000000L;
+    if (ts.tv_nsec >= 1000000000L) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000L;
     }
+    pthread_cond_timedwait(&g->cv, &g->mu, &ts);
+    uint64_t acked = g->acked;
+    pthread_mutex_unlock(&g->mu);
+    sieve_progress_update(bar, g->start + acked);
+    pthread_mutex_lock(&g->mu);
+}
 
-    int interrupted = 0;
+/* The shared reader (main thread): fills slots in row order. Returns 1 when interrupted. */
+static int read_into_slots(ingest *g, sieve_progress *bar) {
     uint64_t row = g->start;
     sieve_ds_error derr;
     while (row < g->total) {
-        if (stop_requested) {
-            interrupted = 1;
-            break;
-        }
+        if (stop_requested) return 1;
+        double tw = now_s();
         pthread_mutex_lock(&g->mu);
         slot *s = &g->slots[g->filled % g->nslots];
-        while (!g->failed && s->state != SLOT_FREE && !stop_requested) {
-            struct timespec ts;
-            clock_gettime(CLOCK_REALTIME, &ts);
-            ts.tv_nsec += 100000000L;
-            if (ts.tv_nsec >= 1000000000L) {
-                ts.tv_sec++;
-                ts.tv_nsec -= 1000000000L;
-            }
-            pthread_cond_timedwait(&g->cv, &g->mu, &ts);
-            uint64_t acked = g->acked;
-            pthread_mutex_unlock(&g->mu);
-            sieve_progress_update(bar, g->start + acked);
-            pthread_mutex_lock(&g->mu);
-        }
-        int stop = g->failed || stop_requested;
+        while (!g->failed && s->state != SLOT_FREE && !stop_requested) wait_and_draw(g, bar);
+        int failed = g->failed;
         pthread_mutex_unlock(&g->mu);
-        if (stop) {
-            interrupted = stop_requested && !g->failed;
-            break;
-        }
+        if (failed) return 0;
+        if (stop_requested) return 1;
+        double tr = now_s();
         uint64_t want = g->total - row < g->batch ? g->total - row : g->batch;
         sieve_ds_batch b;
         int rc = sieve_ds_source_read(g->src, (size_t)want, &b, &derr);
         if (!rc && b.n == 0) {
             rc = SIEVE_ECORRUPT;
-            snprintf(derr.msg, sizeof derr.msg,
-                     "%s: ended at row %" PRIu64 "; expected %" PRIu64 " rows", g->vectors_path,
-                     row, g->total);
+            snprintf(derr.msg, sizeof derr.msg, "%s: ended at row %" PRIu64 "; expected %" PRIu64
+                     " rows", g->vectors_path, row, g->total);
         }
+        double tc = now_s();
         if (!rc && slot_fill(g, s, &b)) {
             rc = SIEVE_ENOMEM;
             snprintf(derr.msg, sizeof derr.msg, "out of memory copying payloads");
         }
+        double te = now_s();
         pthread_mutex_lock(&g->mu);
+        g->t_wait_slot += tr - tw;
+        g->t_read += tc - tr;
+        g->t_copy += te - tc;
         if (rc) {
             fail_locked(g, "%s", derr.msg);
             pthread_mutex_unlock(&g->mu);
-            break;
+            return 0;
         }
         s->batch = g->filled;
         s->state = SLOT_READY;
@@ -491,36 +541,94 @@ static int run_pipeline(ingest *g, sieve_progress *bar) {
         row += b.n;
         sieve_progress_update(bar, g->start + acked);
     }
+    return 0;
+}
 
-    /* let the workers finish what was read, drawing progress meanwhile */
+/* Runs the pipeline from g->start to g->total. Returns CLI_OK, CLI_FAIL or CLI_INTERRUPTED. */
+static int run_pipeline(ingest *g, sieve_progress *bar) {
+    int status = CLI_OK;
+    g->nslots = (size_t)g->parallel * 2 + 1;
+    g->nbatches = (g->total - g->start + g->batch - 1) / g->batch;
+    g->wm_row = g->start;
+    g->ck_written = g->start;
+    g->slots = calloc(g->nslots, sizeof *g->slots);
+    worker_ctx *wc = calloc((size_t)g->parallel, sizeof *wc);
+    pthread_t *th = calloc((size_t)g->parallel, sizeof *th);
+    if (!g->slots || !wc || !th) {
+        status = cli_error(CLI_FAIL, CMD, "out of memory");
+        goto out;
+    }
+    for (size_t i = 0; i < g->nslots; i++)
+        if (slot_alloc(g, &g->slots[i])) {
+            status = cli_error(CLI_FAIL, CMD, "out of memory for %zu batches of %zu vectors",
+                               g->nslots, g->batch);
+            goto out;
+        }
+    for (int i = 0; i < g->parallel; i++) {
+        worker_ctx *w = &wc[i];
+        w->g = g;
+        w->index = i;
+        if (g->direct) w->pts = calloc(g->batch, sizeof *w->pts);
+        else w->cids = calloc(g->batch, sizeof *w->cids);
+        if (!w->pts && !w->cids) {
+            status = cli_error(CLI_FAIL, CMD, "out of memory");
+            goto out;
+        }
+        if (g->worker_reads) {
+            sieve_ds_error derr;
+            w->ids = malloc(g->batch * sizeof *w->ids);
+            if (!w->ids) {
+                status = cli_error(CLI_FAIL, CMD, "out of memory");
+                goto out;
+            }
+            if (sieve_ds_source_open(&g->so, &w->src, &derr)) {
+                status = cli_error(CLI_FAIL, CMD, "%s", derr.msg);
+                goto out;
+            }
+        }
+    }
+
+    int started = 0;
+    for (int i = 0; i < g->parallel; i++) {
+        pthread_mutex_lock(&g->mu);
+        g->workers_alive++;
+        pthread_mutex_unlock(&g->mu);
+        if (pthread_create(&th[i], NULL, worker, &wc[i])) {
+            pthread_mutex_lock(&g->mu);
+            g->workers_alive--;
+            fail_locked(g, "cannot start a worker thread");
+            pthread_mutex_unlock(&g->mu);
+            break;
+        }
+        started++;
+    }
+    int interrupted = g->worker_reads ? 0 : read_into_slots(g, bar);
+
+    /* let the workers finish (what was read), drawing progress meanwhile */
     pthread_mutex_lock(&g->mu);
     g->reader_done = 1;
     pthread_cond_broadcast(&g->cv);
-    while (g->workers_alive > 0) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_nsec += 100000000L;
-        if (ts.tv_nsec >= 1000000000L) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000L;
-        }
-        pthread_cond_timedwait(&g->cv, &g->mu, &ts);
-        uint64_t acked = g->acked;
-        pthread_mutex_unlock(&g->mu);
-        sieve_progress_update(bar, g->start + acked);
-        pthread_mutex_lock(&g->mu);
-    }
+    while (g->workers_alive > 0) wait_and_draw(g, bar);
     pthread_mutex_unlock(&g->mu);
     for (int i = 0; i < started; i++) pthread_join(th[i], NULL);
-    free(th);
-    free(wa);
-    for (size_t i = 0; i < g->nslots; i++) slot_free(&g->slots[i]);
+    sieve_progress_update(bar, g->start + g->acked);
+    if (g->failed) status = CLI_FAIL;
+    else if (interrupted || (stop_requested && g->wm_row < g->total)) status = CLI_INTERRUPTED;
+out:
+    if (wc)
+        for (int i = 0; i < g->parallel; i++) {
+            free(wc[i].pts);
+            free(wc[i].cids);
+            free(wc[i].ids);
+            sieve_ds_source_close(wc[i].src);
+        }
+    if (g->slots)
+        for (size_t i = 0; i < g->nslots; i++) slot_free(&g->slots[i]);
     free(g->slots);
     g->slots = NULL;
-    sieve_progress_update(bar, g->start + g->acked);
-    if (g->failed) return CLI_FAIL;
-    if (interrupted || (stop_requested && g->wm_row < g->total)) return CLI_INTERRUPTED;
-    return CLI_OK;
+    free(wc);
+    free(th);
+    return status;
 }
 
 /* ---------------------------------------------------------------- setup */
@@ -636,6 +744,9 @@ static int plan_resume(ingest *g) {
 static int setup_direct(ingest *g) {
     sieve_store_options so;
     sieve_store_options_init(&so);
+    /* start with a map that holds the input, so the writer never stops to grow it */
+    uint64_t need = (g->total - 0) * ((uint64_t)g->dim * 4 + 64) / 4 * 5;
+    if (need > so.initial_map_bytes) so.initial_map_bytes = (need + (1u << 30) - 1) & ~(uint64_t)((1u << 30) - 1);
     int rc = sieve_store_open(g->data_dir, &so, &g->st);
     if (rc == SIEVE_EBUSY)
         return cli_error(CLI_FAIL, CMD,
@@ -785,6 +896,41 @@ static int setup_checkpoint(ingest *g) {
 
 /* ---------------------------------------------------------------- the command */
 
+static void print_stats(ingest *g, double secs) {
+    fprintf(stderr,
+            "sieve ingest: stats: %.2f s wall; %s: %.2f s reading, %.2f s copying, %.2f s "
+            "waiting for a free batch; %d workers: %.2f s sending in total (%.0f%% busy)\n",
+            secs, g->worker_reads ? "workers read their own rows" : "one reader thread",
+            g->t_read, g->t_copy, g->t_wait_slot, g->parallel, g->t_send,
+            secs > 0 ? 100.0 * g->t_send / (secs * g->parallel) : 0.0);
+    if (g->direct) {
+        sieve_store_stats st;
+        if (!sieve_store_get_stats(g->st, &st))
+            fprintf(stderr,
+                    "sieve ingest: store: %" PRIu64 " writes in %" PRIu64 " commits (at most %" PRIu64
+                    " per commit); writer %.2f s applying, %.2f s committing (write + sync); "
+                    "map %.2f GiB, grown %" PRIu64 " times\n",
+                    st.requests, st.commits, st.max_group, (double)st.apply_ns * 1e-9,
+                    (double)st.commit_ns * 1e-9, (double)st.map_bytes / (1u << 30),
+                    st.map_grows);
+    } else {
+        sieve_client_stats t, sum;
+        memset(&sum, 0, sizeof sum);
+        for (int i = 0; i < g->parallel; i++) {
+            sieve_client_get_stats(g->clients[i], &t);
+            sum.attempts += t.attempts;
+            sum.retries += t.retries;
+            sum.bytes_sent += t.bytes_sent;
+            sum.connects += t.connects;
+        }
+        fprintf(stderr,
+                "sieve ingest: http: %" PRIu64 " requests (%" PRIu64 " retries), %.1f MiB of "
+                "JSON sent (%.1f MiB/s), %" PRIu64 " connections\n",
+                sum.attempts, sum.retries, (double)sum.bytes_sent / (1 << 20),
+                secs > 0 ? (double)sum.bytes_sent / (1 << 20) / secs : 0.0, sum.connects);
+    }
+}
+
 enum {
     OPT_COLLECTION = CLI_OPT_FIRST_LOCAL,
     OPT_IDS,
@@ -802,6 +948,7 @@ enum {
     OPT_RESTART,
     OPT_PROGRESS,
     OPT_QUIET,
+    OPT_STATS,
 };
 
 static int parse_args(ingest *g, int argc, char **argv) {
@@ -822,6 +969,7 @@ static int parse_args(ingest *g, int argc, char **argv) {
                                        {"progress", no_argument, NULL, OPT_PROGRESS},
                                        {"quiet", no_argument, NULL, OPT_QUIET},
                                        {"no-progress", no_argument, NULL, OPT_QUIET},
+                                       {"stats", no_argument, NULL, OPT_STATS},
                                        CLI_COMMON_LONGOPTS,
                                        {NULL, 0, NULL, 0}};
     int o, have_url = 0;
@@ -886,6 +1034,7 @@ static int parse_args(ingest *g, int argc, char **argv) {
         case OPT_PROGRESS: g->pmode = SIEVE_PROGRESS_ALWAYS; break;
         case 'q':
         case OPT_QUIET: g->pmode = SIEVE_PROGRESS_NEVER; break;
+        case OPT_STATS: g->stats = 1; break;
         default: return cli_bad_option(CMD, o, argv);
         }
     }
@@ -913,14 +1062,13 @@ int cli_cmd_ingest(int argc, char **argv) {
     pthread_mutex_init(&g.ck_mu, NULL);
 
     /* input */
-    sieve_ds_source_options so;
-    memset(&so, 0, sizeof so);
-    so.vectors = g.vectors_path;
-    so.vectors_format = g.fmt;
-    so.ids = g.ids_path;
-    so.payloads = g.payloads_path;
+    memset(&g.so, 0, sizeof g.so);
+    g.so.vectors = g.vectors_path;
+    g.so.vectors_format = g.fmt;
+    g.so.ids = g.ids_path;
+    g.so.payloads = g.payloads_path;
     sieve_ds_error derr;
-    if (sieve_ds_source_open(&so, &g.src, &derr)) {
+    if (sieve_ds_source_open(&g.so, &g.src, &derr)) {
         status = cli_error(CLI_FAIL, CMD, "%s", derr.msg);
         goto out;
     }
@@ -954,6 +1102,12 @@ int cli_cmd_ingest(int argc, char **argv) {
         }
     }
     if (g.batch > g.total) g.batch = (size_t)g.total;
+    /* Dense files seek in O(1): then every worker reads its own batches (no shared reader,
+     * no copy). Text files (.jsonl vectors, payload files) are read once, in order. */
+    {
+        sieve_ds_format vf = g.fmt ? g.fmt : sieve_ds_format_from_path(g.vectors_path);
+        g.worker_reads = sieve_ds_format_is_dense(vf) && !g.payloads_path;
+    }
 
     /* target */
     if (g.direct) {
@@ -1003,6 +1157,7 @@ int cli_cmd_ingest(int argc, char **argv) {
     sigaction(SIGTERM, &old_term, NULL);
 
     char a[32], b[32], c[32];
+    if (g.stats) print_stats(&g, secs);
     if (status == CLI_OK) {
         if (g.ckpt_on) unlink(g.ckpt_path);
         uint64_t sent = g.total - g.start;

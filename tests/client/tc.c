@@ -179,7 +179,7 @@ int tc_server_available(void) {
     snprintf(err, sizeof err, "%s/err", dir);
     pid_t pid = tc_spawn(argv, out, err);
     int st = -1;
-    for (int i = 0; i < 100; i++) {
+    for (int i = 0; i < 40; i++) {
         int w;
         pid_t r = waitpid(pid, &w, WNOHANG);
         if (r == pid) {
