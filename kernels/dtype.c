@@ -232,3 +232,9 @@ float sieve_row_sqnorm(sieve_dtype dtype, const void *row, uint32_t dim) {
 #endif
     return sqnorm_plain(dtype, row, dim);
 }
+
+float sieve_euclid_distance(const float *query, uint32_t dim, float key) {
+    float n2 = 0.0f;
+    for (uint32_t i = 0; i < dim; i++) n2 = fmaf(query[i], query[i], n2);
+    return sqrtf(fmaxf(0.0f, n2 - key));
+}

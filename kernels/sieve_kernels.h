@@ -219,6 +219,12 @@ typedef enum sieve_search_path {
 
 /* Flags for sieve_search_params.flags. */
 #define SIEVE_SEARCH_NO_TIGHTEN 0x1u  /* keep the proposed boundary for the whole scan */
+#define SIEVE_SEARCH_RAW_KEYS 0x2u    /* out_scores gets the ranking key for every metric (no
+                                         Euclid distance), so partial results merge exactly */
+
+/* The reported Euclid score for a raw key: sqrtf(fmaxf(0, |q|^2 - key)) with |q|^2 summed in
+ * float32 with fmaf in index order, exactly as every backend computes it. */
+float sieve_euclid_distance(const float *query, uint32_t dim, float key);
 
 typedef struct sieve_search_params {
     sieve_metric metric;

@@ -230,6 +230,52 @@ typedef int (*sieve_row_visitor)(void *ctx, uint64_t row, const sieve_point_id *
                                  const char *payload, size_t payload_len);
 int sieve_snapshot_foreach(sieve_snapshot *snap, sieve_row_visitor fn, void *ctx);
 
+/* ---------------------------------------------------------------- device page cache */
+
+/* A device page cache: keeps collections' pages resident in one device's memory, refreshes
+ * only the pages whose generation changed since it last looked, keeps the deleted bitmap
+ * (tombstones) on the device, and searches exactly. A collection larger than the budget is
+ * still searched exactly: its pages stream through pinned host buffers in chunks (staging
+ * of the next chunk overlaps the search of the current one) and the per-chunk top-k lists
+ * are merged by (key, row), which is the same order the kernel uses. On the CPU device the
+ * pages are searched where they lie in LMDB's map and the cache holds nothing.
+ * Thread-safety: one thread at a time (like the device it uses). The device must outlive it. */
+typedef struct sieve_devcache sieve_devcache;
+
+typedef struct sieve_devcache_options {
+    uint64_t budget_bytes;       /* device bytes for resident pages; 0 = 80% of free memory */
+    uint32_t stream_chunk_pages; /* pages per streamed chunk; 0 = about 1 GiB or budget/4 */
+} sieve_devcache_options;
+
+void sieve_devcache_options_init(sieve_devcache_options *o);
+
+/* Errors: SIEVE_EINVAL, SIEVE_ENOMEM, SIEVE_EDEVICE. */
+int sieve_devcache_create(sieve_device *dev, const sieve_devcache_options *opts,
+                          sieve_devcache **out);
+/* Frees every device allocation of the cache. NULL is ignored. */
+void sieve_devcache_destroy(sieve_devcache *dc);
+
+/* Exact k-NN over the live rows of the snapshot's collection (and, when allowed is not NULL,
+ * only rows whose bit is set in that host bitmap of ceil(rows/64) words). Outputs as
+ * sieve_knn (host memory; rows are collection rows). stats (optional) is overwritten.
+ * Errors: as sieve_knn, plus SIEVE_ENOMEM when even one streamed chunk does not fit. */
+int sieve_devcache_knn(sieve_devcache *dc, sieve_snapshot *snap, const uint64_t *allowed,
+                       const float *queries, uint32_t n_queries, const sieve_search_params *p,
+                       int64_t *out_rows, float *out_scores, uint32_t *out_counts,
+                       sieve_search_stats *stats);
+
+typedef struct sieve_devcache_stats {
+    uint64_t resident_collections;
+    uint64_t resident_bytes;     /* device bytes held for pages, norms, tables and masks */
+    uint64_t budget_bytes;
+    uint64_t pages_uploaded;     /* since creation, resident refreshes and streamed chunks */
+    uint64_t bytes_uploaded;
+    uint64_t streamed_searches;  /* searches that streamed because the collection was too big */
+} sieve_devcache_stats;
+
+/* Errors: SIEVE_EINVAL. */
+int sieve_devcache_get_stats(const sieve_devcache *dc, sieve_devcache_stats *out);
+
 #ifdef __cplusplus
 }
 #endif

@@ -291,23 +291,23 @@ int launch_mma(cudaStream_t s, const ScanParams &p, uint32_t L, bool vec) {
     return 0;
 }
 
-/* Persistent resident-query launch; returns 1 (nothing launched) when it does not apply. */
+/* Persistent launch: two CTAs per SM (or what fits), query tile fastest. */
 template <typename T, int BN, int WM, int WN, int ST, int MODE>
-int launch_resident(const sieve__cuda_ctx *c, cudaStream_t s, const ScanParams &p, uint32_t L) {
-    size_t smem = resident_smem_bytes<BN, ST>(p.dpad);
-    if (smem > 200 * 1024) return 1;
+int launch_persist(const sieve__cuda_ctx *c, cudaStream_t s, const ScanParams &p, uint32_t L) {
+    using Sm = MmaSmem<128, BN, ST>;
     ScanParams q = p;
     q.nqt = (p.nq + BN - 1) / BN;
-    auto kern = scan_resident_kernel<T, BN, WM, WN, ST, MODE>;
-    SIEVE_CUDA_TRY(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    auto kern = scan_mma_persist_kernel<T, BN, WM, WN, ST, MODE>;
+    SIEVE_CUDA_TRY(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)Sm::bytes));
     int per_sm = 0;
-    SIEVE_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kern, WM * WN * 32, smem));
-    if (per_sm < 1) return 1;
+    SIEVE_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kern, WM * WN * 32, Sm::bytes));
+    if (per_sm < 1) per_sm = 1;
     uint32_t tiles = (L + 127) / 128;
-    uint32_t groups = (uint32_t)(c->prop.multiProcessorCount * per_sm) / q.nqt;
+    uint64_t groups = (uint64_t)c->prop.multiProcessorCount * per_sm / q.nqt;
     if (groups < 1) groups = 1;
     if (groups > tiles) groups = tiles;
-    kern<<<groups * q.nqt, WM * WN * 32, smem, s>>>(q);
+    if (groups * q.nqt > 0x7fffffffull) return SIEVE_EINVAL;
+    kern<<<(unsigned)(groups * q.nqt), WM * WN * 32, Sm::bytes, s>>>(q);
     SIEVE_CUDA_LAUNCH_CHECK();
     return 0;
 }
@@ -334,20 +334,20 @@ uint32_t tile_queries(sieve_dtype dt, uint32_t nq) {
 template <int MODE, typename T>
 int launch_scan_t(const sieve__cuda_ctx *c, cudaStream_t s, const ScanParams &p, uint32_t L,
                   bool vec) {
+    /* Tile shapes measured on the H200 (bench/RESULTS.md): 128-row tiles with two CTAs per
+       SM beat both a persistent resident-query variant (1 CTA/SM, 5M x B=64: 5.7 ms vs
+       3.3 ms) and 256 x 128 tiles at B=1024 (72 ms vs 45 ms). */
     uint32_t bn = tile_queries(SIEVE_DTYPE_F16, p.nq);
-    /* small batches: persistent CTAs with the queries resident (rows read once) */
-    if (MODE != MODE_SAMPLE && vec && p.rpp % 128 == 0 && p.nq <= 128) {
-        int rc = 1;
-        if (bn == 16) rc = launch_resident<T, 16, 8, 1, 4, MODE>(c, s, p, L);
-        else if (bn == 32) rc = launch_resident<T, 32, 4, 2, 4, MODE>(c, s, p, L);
-        else rc = launch_resident<T, 64, 4, 2, 4, MODE>(c, s, p, L);
-        if (rc <= 0) return rc;
+    if (c->scan_variant == 1 && MODE != MODE_SAMPLE && vec && p.rpp % 128 == 0) {
+        if (bn == 16) return launch_persist<T, 16, 4, 1, 4, MODE>(c, s, p, L);
+        if (bn == 32) return launch_persist<T, 32, 4, 1, 4, MODE>(c, s, p, L);
+        if (bn == 64) return launch_persist<T, 64, 4, 2, 4, MODE>(c, s, p, L);
+        return launch_persist<T, 128, 2, 4, 3, MODE>(c, s, p, L);
     }
     if (bn == 16) return launch_mma<T, 128, 16, 4, 1, 4, MODE>(s, p, L, vec);
     if (bn == 32) return launch_mma<T, 128, 32, 4, 1, 4, MODE>(s, p, L, vec);
     if (bn == 64) return launch_mma<T, 128, 64, 4, 2, 4, MODE>(s, p, L, vec);
-    /* large batches: 256-row x 128-query tiles (more reuse per byte through L2) */
-    return launch_mma<T, 256, 128, 4, 2, 3, MODE>(s, p, L, vec);
+    return launch_mma<T, 128, 128, 2, 4, 3, MODE>(s, p, L, vec);
 }
 
 template <int MODE>
@@ -621,7 +621,8 @@ int full_path(Search &S, const std::vector<uint32_t> &qlist, sieve_search_stats 
         }
         dim3 grid((pl.k + 255) / 256 < 64 ? (pl.k + 255) / 256 : 64, nc < 65535 ? nc : 65535);
         extract_kernel<<<grid, 256, 0, S.s>>>(B, n, nullptr, (uint32_t)std::min<uint64_t>(n, 0xffffffffu),
-                                              nullptr, idx, nc, pl.k, S.p->metric,
+                                              nullptr, idx, nc, pl.k,
+                                              (S.p->flags & SIEVE_SEARCH_RAW_KEYS) ? 0 : S.p->metric,
                                               S.at<float>(S.L.qn2sub), S.at<int64_t>(S.L.outrows),
                                               S.at<float>(S.L.outscores),
                                               S.at<uint32_t>(S.L.outcounts));
@@ -906,7 +907,8 @@ extern "C" int sieve__cuda_knn(void *ctx, const sieve_matrix *m, const float *qu
                   n_queries < 65535 ? n_queries : 65535);
         extract_kernel<<<grid, 256, 0, S.s>>>(S.at<uint64_t>(S.L.sorted), pl.cap,
                                               S.at<uint32_t>(S.L.cnt), 0, used, nullptr, n_queries,
-                                              pl.k, p->metric, S.at<float>(S.L.qn2),
+                                              pl.k, (p->flags & SIEVE_SEARCH_RAW_KEYS) ? 0 : p->metric,
+                                              S.at<float>(S.L.qn2),
                                               S.at<int64_t>(S.L.outrows), S.at<float>(S.L.outscores),
                                               S.at<uint32_t>(S.L.outcounts));
         SIEVE_CUDA_LAUNCH_CHECK();

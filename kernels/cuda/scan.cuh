@@ -320,32 +320,24 @@ scan_mma_kernel(ScanParams p) {
             }
 }
 
-/* ------------------------------------------------------------------ resident-query loop */
+/* ------------------------------------------------------------------ persistent loop */
 
-/* Smem bytes of the resident kernel: the queries (BN x (dpad+8)) and STAGES row chunks. */
-template <int BN, int STAGES>
-__host__ __device__ inline size_t resident_smem_bytes(uint32_t dpad) {
-    return (size_t)BN * (dpad + 8) * 2 + (size_t)STAGES * 128 * MmaSmem<128, BN, STAGES>::LDS * 2;
-}
-
-/* Persistent CTAs for small batches (memory-bound): the CTA's BN queries stay in shared
- * memory for the whole launch and only rows stream from memory, through one cp.async
- * pipeline that runs across tile boundaries. CTA b serves query tile b % nqt and row tiles
- * b / nqt, + gridDim.x / nqt, ...; the CTAs sharing a row tile run at the same time, so
- * the row tile comes from HBM once. Rows are 16-byte aligned (dim % 8 == 0), and a tile of
- * 128 rows never straddles a page (rows_per_page % 128 == 0). Same per-element accumulation
- * order as scan_mma_kernel: keys are bit-identical. MODE_GATE or MODE_MAT only. */
+/* The same tile and main loop as scan_mma_kernel, but each CTA walks row tiles
+ * b / nqt, + gridDim.x / nqt, ... with one cp.async pipeline that runs across tile
+ * boundaries, so a CTA pays the pipeline fill once instead of once per 128 rows, and two
+ * CTAs per SM overlap one's epilogue with the other's main loop. Rows 16-byte aligned
+ * (dim % 8 == 0) and tiles inside one page (rows_per_page % 128 == 0). MODE_GATE or
+ * MODE_MAT. Same per-element accumulation order: keys are bit-identical. */
 template <typename T, int BN, int WM, int WN, int STAGES, int MODE>
-__global__ void __launch_bounds__(WM *WN * 32, 1)
-scan_resident_kernel(ScanParams p) {
+__global__ void __launch_bounds__(WM *WN * 32, 2)
+scan_mma_persist_kernel(ScanParams p) {
     constexpr int BM = 128, KC = 64, LDS = KC + 8, NT = WM * WN * 32;
     constexpr int WTM = BM / WM, WTN = BN / WN;
     constexpr int MT = WTM / 16, NTL = WTN / 8;
     static_assert(WTM % 16 == 0 && WTN % 16 == 0, "warp tile must be a multiple of 16");
     extern __shared__ __align__(16) unsigned char smem_raw[];
-    const int QLD = p.dpad + 8;
-    T *Qs = (T *)smem_raw;
-    T *As = Qs + (size_t)BN * QLD;
+    T *As = (T *)smem_raw;
+    T *Bs = As + (size_t)STAGES * BM * LDS;
 
     const uint32_t qt = blockIdx.x % p.nqt;
     const uint32_t groups = gridDim.x / p.nqt;
@@ -356,14 +348,7 @@ scan_resident_kernel(ScanParams p) {
     const uint32_t my_tiles = grp < ntiles ? (ntiles - grp + groups - 1) / groups : 0;
     const int KT = p.dpad / KC;
     const uint64_t total = (uint64_t)my_tiles * KT;
-
-    /* the resident queries: one cp.async group ahead of the first row chunk */
     const T *qbase = (const T *)p.q + (size_t)q0 * p.dpad;
-    for (int i = threadIdx.x; i < BN * (int)(p.dpad / 8); i += NT) {
-        int r = i / (p.dpad / 8), c = (i % (p.dpad / 8)) * 8;
-        cp_async16(Qs + (size_t)r * QLD + c, qbase + (size_t)r * p.dpad + c, 16);
-    }
-    cp_async_commit();
 
     auto load_chunk = [&](uint64_t ci) {
         if (ci >= total) return;
@@ -372,11 +357,16 @@ scan_resident_kernel(ScanParams p) {
         uint32_t row0 = tile * BM;
         const T *base = (const T *)p.pages[row0 / p.rpp] + (size_t)(row0 % p.rpp) * p.dim;
         T *as = As + (size_t)(ci % STAGES) * BM * LDS;
+        T *bs = Bs + (size_t)(ci % STAGES) * BN * LDS;
         for (int i = threadIdx.x; i < BM * (KC / 8); i += NT) {
             int r = i / (KC / 8), c = (i % (KC / 8)) * 8;
             bool ok = row0 + r < p.n_rows && k0 + c < (int)p.dim;
             cp_async16(as + r * LDS + c, ok ? (const void *)(base + (size_t)r * p.dim + k0 + c) : p.q,
                        ok ? 16 : 0);
+        }
+        for (int i = threadIdx.x; i < BN * (KC / 8); i += NT) {
+            int r = i / (KC / 8), c = (i % (KC / 8)) * 8;
+            cp_async16(bs + r * LDS + c, qbase + (size_t)r * p.dpad + k0 + c, 16);
         }
     };
 
@@ -404,7 +394,7 @@ scan_resident_kernel(ScanParams p) {
         cp_async_commit();
         const int kt = (int)(ci % KT);
         const T *as = As + (size_t)(ci % STAGES) * BM * LDS;
-        const T *qs = Qs + kt * KC;
+        const T *bs = Bs + (size_t)(ci % STAGES) * BN * LDS;
 #pragma unroll
         for (int kk = 0; kk < KC; kk += 16) {
             uint32_t af[MT][4], bf[NTL][2];
@@ -414,8 +404,8 @@ scan_resident_kernel(ScanParams p) {
 #pragma unroll
             for (int np = 0; np < NTL / 2; np++) {
                 uint32_t r4[4];
-                ldmatrix_x4(r4, qs + (size_t)(wn0 + np * 16 + (lane % 8) + (lane / 16) * 8) * QLD +
-                                    kk + ((lane / 8) % 2) * 8);
+                ldmatrix_x4(r4, bs + (wn0 + np * 16 + (lane % 8) + (lane / 16) * 8) * LDS + kk +
+                                    ((lane / 8) % 2) * 8);
                 bf[2 * np][0] = r4[0];
                 bf[2 * np][1] = r4[1];
                 bf[2 * np + 1][0] = r4[2];
@@ -427,16 +417,14 @@ scan_resident_kernel(ScanParams p) {
                 for (int nt = 0; nt < NTL; nt++) MmaOp<T>::run(acc[mt][nt], af[mt], bf[nt]);
         }
         if (kt == KT - 1) {
-            /* epilogue of this row tile: straight from registers, nothing stored but
-               candidates (GATE) or the materialized row (MAT) */
             const uint32_t row0 = (grp + (uint32_t)(ci / KT) * groups) * BM;
-            float thr[NTL][2];
+            float thv[NTL][2];
 #pragma unroll
             for (int nt = 0; nt < NTL; nt++)
 #pragma unroll
                 for (int e = 0; e < 2; e++) {
                     uint32_t q = q0 + wn0 + nt * 8 + 2 * t + e;
-                    thr[nt][e] = (MODE == MODE_GATE && q < p.nq)
+                    thv[nt][e] = (MODE == MODE_GATE && q < p.nq)
                                      ? float_of_ord(__ldcg(p.thr + slot_of(p, q)))
                                      : 0.f;
                 }
@@ -445,18 +433,18 @@ scan_resident_kernel(ScanParams p) {
 #pragma unroll
                 for (int h = 0; h < 2; h++) {
                     uint32_t row = row0 + wm0 + mt * 16 + g + h * 8;
-                    if (row >= p.n_rows) continue;
-                    bool el = true;
-                    if (p.deleted && ((p.deleted[row >> 6] >> (row & 63)) & 1ull)) el = false;
-                    if (p.allowed && !((p.allowed[row >> 6] >> (row & 63)) & 1ull)) el = false;
-                    float nv = p.metric == 2 ? p.norm_pages[row / p.rpp][row % p.rpp] : 0.f;
+                    bool in = row < p.n_rows;
+                    bool el = in;
+                    if (in && p.deleted && ((p.deleted[row >> 6] >> (row & 63)) & 1ull)) el = false;
+                    if (in && p.allowed && !((p.allowed[row >> 6] >> (row & 63)) & 1ull)) el = false;
+                    float nv = (in && p.metric == 2) ? p.norm_pages[row / p.rpp][row % p.rpp] : 0.f;
 #pragma unroll
                     for (int nt = 0; nt < NTL; nt++)
 #pragma unroll
                         for (int e = 0; e < 2; e++) {
                             uint32_t q = q0 + wn0 + nt * 8 + 2 * t + e;
-                            if (q < p.nq)
-                                emit<MODE>(p, row, row, q, acc[mt][nt][h * 2 + e], nv, el, thr[nt][e]);
+                            if (in && q < p.nq)
+                                emit<MODE>(p, row, row, q, acc[mt][nt][h * 2 + e], nv, el, thv[nt][e]);
                             acc[mt][nt][h * 2 + e] = 0.f;
                         }
                 }

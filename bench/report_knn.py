@@ -1,0 +1,105 @@
+#!/usr/bin/env python3
+"""report_knn.py: turns sieve-bench knn and torch_knn.py JSON lines (measured in the same run)
+into a Markdown table (fused vs in-house materialized vs torch, floor, percent of floor,
+speedup, recovery paths) and PNG plots of time vs N and time vs k.
+
+usage: bench/report_knn.py --sieve knn.json --torch torch.json [--ceilings c.json]
+                           [--md out.md] [--plots PREFIX]
+"""
+import argparse
+import json
+import sys
+
+
+def load(path):
+    rows = []
+    if not path:
+        return rows
+    with open(path) as f:
+        for line in f:
+            line = line.strip()
+            if line.startswith("{"):
+                rows.append(json.loads(line))
+    return rows
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sieve", required=True, help="sieve-bench knn --json output")
+    ap.add_argument("--torch", help="bench/torch_knn.py --json output from the same run")
+    ap.add_argument("--ceilings", help="bench/torch_knn.py --ceilings output from the same run")
+    ap.add_argument("--md", help="write the Markdown table here (default: stdout)")
+    ap.add_argument("--plots", help="write PREFIX-vs-n.png and PREFIX-vs-k.png")
+    a = ap.parse_args()
+    sv = load(a.sieve)
+    tq = {(r["n"], r["dtype"], r["batch"], r["k"]): r.get("torch_ms") for r in load(a.torch) if r.get("mode") == "torch"}
+    ceil = {r["what"]: r["value"] for r in load(a.ceilings) if r.get("mode") == "ceiling"}
+    out = []
+    if ceil:
+        out.append("Measured ceilings in this run: " + ", ".join(f"{k} {v:.2f}" for k, v in sorted(ceil.items())) + "\n")
+    out.append("| N | dtype | B | k | fused ms | materialized ms | torch ms | floor ms | % of floor | vs torch | admitted/query | exact | paths c/u/o/f/d |")
+    out.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for r in sv:
+        key = (r["n"], r["dtype"], r["batch"], r["k"])
+        t = tq.get(key)
+        pct = 100.0 * r["floor_ms"] / r["fused_ms"] if r["fused_ms"] else 0
+        vs = f"{t / r['fused_ms']:.2f}x" if t else "-"
+        out.append(
+            f"| {r['n']:,} | {r['dtype']} | {r['batch']} | {r['k']} | {r['fused_ms']:.3f} | "
+            f"{r['materialized_ms']:.2f} | {t:.3f} | {r['floor_ms']:.3f} | {pct:.0f}% | {vs} | "
+            f"{r['admitted_per_query']:.0f} | {r['exact']} | {'/'.join(str(x) for x in r['paths'])} |"
+            if t else
+            f"| {r['n']:,} | {r['dtype']} | {r['batch']} | {r['k']} | {r['fused_ms']:.3f} | "
+            f"{r['materialized_ms']:.2f} | - | {r['floor_ms']:.3f} | {pct:.0f}% | - | "
+            f"{r['admitted_per_query']:.0f} | {r['exact']} | {'/'.join(str(x) for x in r['paths'])} |")
+    text = "\n".join(out) + "\n"
+    if a.md:
+        open(a.md, "w").write(text)
+    else:
+        sys.stdout.write(text)
+    if a.plots:
+        try:
+            import matplotlib
+            matplotlib.use("Agg")
+            import matplotlib.pyplot as plt
+        except ImportError:
+            print("matplotlib not installed: no plots", file=sys.stderr)
+            return 0
+        # time vs N at k=128 per batch (fp16)
+        fig, ax = plt.subplots(figsize=(7, 4.5))
+        for b in sorted({r["batch"] for r in sv}):
+            pts = sorted((r["n"], r["fused_ms"]) for r in sv if r["batch"] == b and r["k"] == 128 and r["dtype"] == "float16")
+            if len(pts) > 1:
+                ax.plot([p[0] for p in pts], [p[1] for p in pts], "o-", label=f"sieve B={b}")
+            tp = sorted((n, v) for (n, d, bb, k), v in tq.items() if bb == b and k == 128 and d == "float16" and v)
+            if len(tp) > 1:
+                ax.plot([p[0] for p in tp], [p[1] for p in tp], "x--", alpha=0.6, label=f"torch B={b}")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("stored vectors (N), d=768 float16")
+        ax.set_ylabel("ms per batch (k=128)")
+        ax.set_title("exact k-NN on the H200: time vs N")
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=7, ncol=2)
+        fig.tight_layout()
+        fig.savefig(a.plots + "-vs-n.png", dpi=110)
+        fig, ax = plt.subplots(figsize=(7, 4.5))
+        nmax = max(r["n"] for r in sv)
+        for b in sorted({r["batch"] for r in sv}):
+            pts = sorted((r["k"], r["fused_ms"]) for r in sv if r["batch"] == b and r["n"] == nmax and r["dtype"] == "float16")
+            if len(pts) > 1:
+                ax.plot([p[0] for p in pts], [p[1] for p in pts], "o-", label=f"sieve B={b}")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("k")
+        ax.set_ylabel(f"ms per batch (N={nmax:,})")
+        ax.set_title("exact k-NN on the H200: time vs k")
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=7)
+        fig.tight_layout()
+        fig.savefig(a.plots + "-vs-k.png", dpi=110)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

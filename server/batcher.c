@@ -1,0 +1,622 @@
+/* batcher.c: the query batcher of sieve-server.
+ *
+ * Owns: one queue per collection and one worker thread per search device. A worker takes
+ * the collection whose oldest query has waited longest, waits up to the batch window for
+ * company while fewer than batch_max queries wait, then takes up to batch_max of them and
+ * answers them inside one store snapshot: queries with the same filter share one allowed-row
+ * mask (built by visiting the rows, reused across batches while the collection does not
+ * change), queries with the same filter and k share one sieve_knn call, and rows are mapped
+ * to ids and payloads in that same snapshot. When the last query of a request is answered,
+ * the worker builds the reply and resumes the connection.
+ * Must not: parse HTTP bodies (routes validate before submitting) or write to the store.
+ *
+ * Devices: every search goes through the store's device page cache (sieve_devcache_knn),
+ * one per worker: on the CPU it searches the snapshot's pages where they lie in LMDB's map;
+ * on a GPU it keeps pages resident (refreshed by page generation) and streams collections
+ * larger than its budget, exactly.
+ *
+ * Thread-safety: submit may be called from any thread; everything else is internal.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "server.h"
+
+typedef struct cqueue {
+    char name[SIEVE_NAME_MAX + 1];
+    sieve__query *head, *tail;
+    size_t len;
+    size_t expect;       /* queries in the system when the previous batch was answered:
+                            its own plus those queued meanwhile */
+    double last_done;    /* when that batch was answered (monotonic seconds) */
+    double last_cost;    /* how long answering it took (seconds) */
+    struct cqueue *next;
+} cqueue;
+
+/* A cached allowed-row mask: valid while the collection's generation is unchanged. */
+typedef struct mask_entry {
+    uint32_t collection_id;
+    uint64_t generation;
+    char *key;
+    uint64_t *mask;
+    uint64_t matches;
+    uint64_t last_used;
+} mask_entry;
+#define MASK_CACHE 8
+
+typedef struct worker {
+    sieve__batcher *b;
+    pthread_t thread;
+    int started;
+    sieve_device *dev;
+    sieve_devcache *dc;         /* the store's device page cache for dev */
+    char spec[64];
+    char desc[sizeof(((sieve_device_info *)0)->name) + 64]; /* device name, fixed at open */
+    int is_cuda;
+    atomic_ullong mem_used;     /* device memory in use, refreshed after each batch */
+    atomic_ullong cache_bytes;  /* the page cache's resident bytes, after each batch */
+    atomic_ullong pages_uploaded, streamed; /* the page cache's counters */
+    sieve__query **batch;       /* batch_max slots */
+    struct cqueue *queue;       /* the queue of the batch in hand */
+    mask_entry masks[MASK_CACHE];
+    uint64_t tick;
+} worker;
+
+struct sieve__batcher {
+    sieve_server *srv;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    cqueue *queues;
+    size_t queued;
+    int stopping;
+    worker *workers;
+    size_t n_workers;
+};
+
+/* ---------------------------------------------------------------- jobs */
+
+void sieve__job_free(sieve__search_job *job) {
+    if (!job) return;
+    for (size_t i = 0; i < job->n; i++) {
+        sieve__query *q = &job->q[i];
+        free(q->vector);
+        sieve__filter_free(q->filter);
+        free(q->filter_key);
+        sieve__psel_free(&q->payload);
+        sieve__sbuf_free(&q->result);
+    }
+    free(job->q);
+    free(job);
+}
+
+/* Marks q answered; the last answer of a job builds the reply and resumes the request. */
+static void query_done(sieve__query *q) {
+    sieve__search_job *job = q->job;
+    if (atomic_fetch_sub(&job->pending, 1) == 1) {
+        sieve__search_job_reply(job);
+        sieve__req_resume(job->req);
+    }
+}
+
+static void query_fail(sieve__query *q, unsigned status, const char *msg) {
+    q->err.status = status;
+    snprintf(q->err.msg, sizeof q->err.msg, "%s", msg);
+}
+
+/* ---------------------------------------------------------------- queues */
+
+static cqueue *find_queue(sieve__batcher *b, const char *name, int create) {
+    for (cqueue *q = b->queues; q; q = q->next)
+        if (!strcmp(q->name, name)) return q;
+    if (!create) return NULL;
+    cqueue *q = calloc(1, sizeof *q);
+    if (!q) return NULL;
+    snprintf(q->name, sizeof q->name, "%s", name);
+    q->next = b->queues;
+    b->queues = q;
+    return q;
+}
+
+int sieve__batcher_submit(sieve__batcher *b, sieve__search_job *job) {
+    pthread_mutex_lock(&b->mu);
+    if (b->stopping) {
+        pthread_mutex_unlock(&b->mu);
+        return SIEVE_ECLOSED;
+    }
+    cqueue *cq = find_queue(b, job->collection, 1);
+    if (!cq) {
+        pthread_mutex_unlock(&b->mu);
+        return SIEVE_ENOMEM;
+    }
+    if (cq->len + job->n > SIEVE_SERVER_MAX_QUEUE) {
+        pthread_mutex_unlock(&b->mu);
+        return SIEVE_EBUSY;
+    }
+    double now = sieve__now_s();
+    atomic_store(&job->pending, job->n);
+    for (size_t i = 0; i < job->n; i++) {
+        sieve__query *q = &job->q[i];
+        q->job = job;
+        q->t_enqueue = now;
+        q->next = NULL;
+        if (cq->tail) cq->tail->next = q;
+        else cq->head = q;
+        cq->tail = q;
+    }
+    cq->len += job->n;
+    b->queued += job->n;
+    pthread_cond_broadcast(&b->cv);
+    pthread_mutex_unlock(&b->mu);
+    return 0;
+}
+
+uint64_t sieve__batcher_queued(sieve__batcher *b) {
+    pthread_mutex_lock(&b->mu);
+    uint64_t n = b->queued;
+    pthread_mutex_unlock(&b->mu);
+    return n;
+}
+
+/* The queue whose head has waited longest, or NULL when all are empty. */
+static cqueue *oldest_queue(sieve__batcher *b) {
+    cqueue *best = NULL;
+    for (cqueue *q = b->queues; q; q = q->next)
+        if (q->head && (!best || q->head->t_enqueue < best->head->t_enqueue)) best = q;
+    return best;
+}
+
+static void abs_deadline(struct timespec *ts, double wait_s) {
+    clock_gettime(CLOCK_MONOTONIC, ts);
+    double ns = (double)ts->tv_nsec + wait_s * 1e9;
+    ts->tv_sec += (time_t)(ns / 1e9);
+    ts->tv_nsec = (long)fmod(ns, 1e9);
+}
+
+/* Takes the next batch (up to batch_max queries of one collection) into w->batch, waiting
+ * for work and for the batch window. Returns the count, or 0 when stopping and drained. */
+static size_t take_batch(worker *w, char *name) {
+    sieve__batcher *b = w->b;
+    const sieve_server_config *cfg = &b->srv->cfg;
+    pthread_mutex_lock(&b->mu);
+    for (;;) {
+        cqueue *cq = oldest_queue(b);
+        if (!cq) {
+            if (b->stopping) {
+                pthread_mutex_unlock(&b->mu);
+                return 0;
+            }
+            pthread_cond_wait(&b->cv, &b->mu);
+            continue;
+        }
+        /* Batch window. Closed-loop clients come back soon after their answers, so while
+         * fewer queries are queued than were in the system when the previous batch was
+         * answered (its own plus those that queued meanwhile), the queue waits for the
+         * rest: up to batch_wait_us plus 5% of the previous batch's cost, counted from the
+         * later of its head's arrival and that batch's completion. A lone client never
+         * waits (it expects 1), and the wait ends as soon as the expected count is there.
+         * Other workers may take the queue meanwhile; then we look again. */
+        double now = sieve__now_s();
+        double since = now - (cq->head->t_enqueue > cq->last_done ? cq->head->t_enqueue
+                                                                    : cq->last_done);
+        double window = cfg->batch_wait_us * 1e-6 + 0.05 * cq->last_cost;
+        if (!cfg->batch_wait_us) window = 0;
+        size_t expect = cq->expect < cfg->batch_max ? cq->expect : cfg->batch_max;
+        if (cq->len < expect && since < window && !b->stopping) {
+            struct timespec ts;
+            abs_deadline(&ts, window - since);
+            pthread_cond_timedwait(&b->cv, &b->mu, &ts);
+            continue;
+        }
+        size_t n = cq->len < cfg->batch_max ? cq->len : cfg->batch_max;
+        for (size_t i = 0; i < n; i++) {
+            sieve__query *q = cq->head;
+            cq->head = q->next;
+            q->next = NULL;
+            w->batch[i] = q;
+        }
+        if (!cq->head) cq->tail = NULL;
+        cq->len -= n;
+        b->queued -= n;
+        w->queue = cq;
+        snprintf(name, SIEVE_NAME_MAX + 1, "%s", cq->name);
+        pthread_mutex_unlock(&b->mu);
+        return n;
+    }
+}
+
+/* ---------------------------------------------------------------- masks */
+
+static void mask_cache_clear(worker *w) {
+    for (int i = 0; i < MASK_CACHE; i++) {
+        free(w->masks[i].key);
+        free(w->masks[i].mask);
+        memset(&w->masks[i], 0, sizeof w->masks[i]);
+    }
+}
+
+/* The allowed-row mask of filter f (canonical key) in snap; borrowed from the cache.
+ * Returns 0 or a SIEVE_E* code. */
+static int get_mask(worker *w, sieve_snapshot *snap, const sieve__filter *f, const char *key,
+                    const uint64_t **mask, uint64_t *matches) {
+    const sieve_collection_info *info = sieve_snapshot_info(snap);
+    sieve__metrics *m = w->b->srv->metrics;
+    w->tick++;
+    int victim = 0;
+    for (int i = 0; i < MASK_CACHE; i++) {
+        mask_entry *e = &w->masks[i];
+        if (e->key && e->collection_id == info->collection_id &&
+            e->generation == info->generation && !strcmp(e->key, key)) {
+            e->last_used = w->tick;
+            *mask = e->mask;
+            *matches = e->matches;
+            sieve__metrics_filter(m, 0, 1);
+            return 0;
+        }
+        if (w->masks[i].last_used < w->masks[victim].last_used) victim = i;
+    }
+    double t0 = sieve__now_s();
+    uint64_t *bits = NULL, hits = 0;
+    int rc = sieve__filter_mask(f, snap, &bits, &hits);
+    if (rc) return rc;
+    char *k = strdup(key);
+    if (!k) {
+        free(bits);
+        return SIEVE_ENOMEM;
+    }
+    mask_entry *e = &w->masks[victim];
+    free(e->key);
+    free(e->mask);
+    e->collection_id = info->collection_id;
+    e->generation = info->generation;
+    e->key = k;
+    e->mask = bits;
+    e->matches = hits;
+    e->last_used = w->tick;
+    sieve__metrics_filter(m, sieve__now_s() - t0, 0);
+    *mask = bits;
+    *matches = hits;
+    return 0;
+}
+
+/* ---------------------------------------------------------------- answering */
+
+/* Writes q's ScoredPoint list from the kernel's rows/scores (count real entries). */
+static void format_results(sieve_snapshot *snap, sieve__query *q, sieve_metric metric,
+                           const int64_t *rows, const float *scores, uint32_t count,
+                           float *vecbuf) {
+    sieve__sbuf *o = &q->result;
+    sieve__sbuf_putc(o, '[');
+    int first = 1;
+    for (uint32_t i = q->offset; i < count; i++) {
+        if (rows[i] < 0) break;
+        float s = scores[i];
+        if (q->has_threshold) {
+            /* Euclid reports a distance (smaller is better): keep distance <= threshold. */
+            if (metric == SIEVE_METRIC_EUCLID ? !(s <= q->threshold) : !(s >= q->threshold))
+                break; /* results are sorted best first: the rest fail too */
+        }
+        uint64_t row = (uint64_t)rows[i];
+        sieve_point_id id;
+        int rc = sieve_snapshot_row_id(snap, row, &id);
+        if (rc) {
+            query_fail(q, 500, "internal error: a result row has no point id");
+            return;
+        }
+        if (!first) sieve__sbuf_putc(o, ',');
+        first = 0;
+        sieve__sbuf_puts(o, "{\"id\":");
+        sieve__sbuf_id(o, &id);
+        sieve__sbuf_puts(o, ",\"version\":0,\"score\":");
+        sieve__sbuf_float(o, s);
+        sieve__sbuf_puts(o, ",\"payload\":");
+        if (q->payload.mode != SIEVE_PSEL_NONE) {
+            const char *pj = NULL;
+            size_t pl = 0;
+            if (sieve_snapshot_row_payload(snap, row, &pj, &pl) ||
+                sieve__psel_write(&q->payload, pj, pl, o)) {
+                query_fail(q, 500, "internal error: a stored payload is unreadable");
+                return;
+            }
+        } else {
+            sieve__sbuf_puts(o, "null");
+        }
+        sieve__sbuf_puts(o, ",\"vector\":");
+        if (q->with_vector && sieve_snapshot_row_vector(snap, row, vecbuf) == 0) {
+            sieve__sbuf_putc(o, '[');
+            for (uint32_t d = 0; d < q->dim; d++) {
+                if (d) sieve__sbuf_putc(o, ',');
+                sieve__sbuf_float(o, vecbuf[d]);
+            }
+            sieve__sbuf_putc(o, ']');
+        } else {
+            sieve__sbuf_puts(o, "null");
+        }
+        sieve__sbuf_putc(o, '}');
+    }
+    sieve__sbuf_putc(o, ']');
+    if (o->failed) query_fail(q, 500, "out of memory");
+}
+
+static void empty_result(sieve__query *q) {
+    sieve__sbuf_puts(&q->result, "[]");
+    if (q->result.failed) query_fail(q, 500, "out of memory");
+}
+
+/* Answers group g (n queries with the same filter and k) with one kernel call. */
+static void run_group(worker *w, sieve_snapshot *snap, sieve__query **g, size_t n, uint32_t k,
+                      float *vecbuf) {
+    const sieve_collection_info *info = sieve_snapshot_info(snap);
+    sieve_metric metric = info->config.metric;
+    uint32_t dim = info->config.dim;
+    const uint64_t *mask = NULL;
+    uint64_t eligible = info->points;
+    if (g[0]->filter_key) {
+        int rc = get_mask(w, snap, g[0]->filter, g[0]->filter_key, &mask, &eligible);
+        if (rc) {
+            char msg[160];
+            snprintf(msg, sizeof msg, "filter evaluation failed: %s", sieve_strerror(rc));
+            for (size_t i = 0; i < n; i++) query_fail(g[i], sieve__status_for(rc), msg);
+            return;
+        }
+    }
+    if (eligible == 0 || info->rows == 0) {
+        for (size_t i = 0; i < n; i++) empty_result(g[i]);
+        return;
+    }
+    if (k > eligible) k = (uint32_t)eligible;
+    if (k > info->rows) k = (uint32_t)info->rows;
+    float *queries = malloc((size_t)n * dim * sizeof(float));
+    int64_t *rows = malloc((size_t)n * k * sizeof(int64_t));
+    float *scores = malloc((size_t)n * k * sizeof(float));
+    uint32_t *counts = malloc(n * sizeof(uint32_t));
+    int rc = SIEVE_ENOMEM;
+    sieve_search_stats st;
+    memset(&st, 0, sizeof st);
+    double t0 = sieve__now_s(), t1 = t0;
+    if (queries && rows && scores && counts) {
+        for (size_t i = 0; i < n; i++)
+            memcpy(queries + i * dim, g[i]->vector, dim * sizeof(float));
+        sieve_search_params p;
+        sieve_search_params_init(&p, metric, k);
+        t0 = sieve__now_s();
+        rc = sieve_devcache_knn(w->dc, snap, mask, queries, (uint32_t)n, &p, rows, scores,
+                                counts, &st);
+        t1 = sieve__now_s();
+    }
+    if (rc) {
+        char msg[200];
+        snprintf(msg, sizeof msg, "search failed on %s: %s%s", w->spec, sieve_strerror(rc),
+                 rc == SIEVE_ENOMEM ? " (device memory too small even to stream the "
+                                      "collection)" : "");
+        sieve__log(w->b->srv, SIEVE_LOG_ERROR, "%s (collection %s, %zu queries, k=%u)", msg,
+                   info->config.name, n, k);
+        for (size_t i = 0; i < n; i++) query_fail(g[i], 500, msg);
+    } else {
+        sieve__metrics_batch(w->b->srv->metrics, (uint32_t)n, t1 - t0, &st);
+        for (size_t i = 0; i < n; i++)
+            format_results(snap, g[i], metric, rows + i * k, scores + i * k,
+                           counts[i] < k ? counts[i] : k, vecbuf);
+    }
+    free(queries);
+    free(rows);
+    free(scores);
+    free(counts);
+}
+
+static int same_filter(const sieve__query *a, const sieve__query *b) {
+    if (!a->filter_key || !b->filter_key) return a->filter_key == b->filter_key;
+    return !strcmp(a->filter_key, b->filter_key);
+}
+
+static uint32_t query_k(const sieve__query *q) { return q->offset + q->limit; }
+
+static void answer_batch(worker *w, const char *name, sieve__query **qs, size_t n) {
+    sieve_server *s = w->b->srv;
+    sieve_snapshot *snap = NULL;
+    int rc = sieve_snapshot_open(s->store, name, &snap);
+    if (rc) {
+        char msg[200];
+        if (rc == SIEVE_ENOTFOUND)
+            snprintf(msg, sizeof msg, "collection '%s' not found", name);
+        else snprintf(msg, sizeof msg, "cannot read collection '%s': %s", name,
+                      sieve_strerror(rc));
+        for (size_t i = 0; i < n; i++) query_fail(qs[i], sieve__status_for(rc), msg);
+        return;
+    }
+    const sieve_collection_info *info = sieve_snapshot_info(snap);
+    float *vecbuf = malloc((size_t)info->config.dim * sizeof(float));
+    if (!vecbuf) {
+        for (size_t i = 0; i < n; i++) query_fail(qs[i], 500, "out of memory");
+        goto out;
+    }
+    /* A query validated against an older collection of the same name may not fit. */
+    for (size_t i = 0; i < n; i++)
+        if (qs[i]->dim != info->config.dim) {
+            char msg[160];
+            snprintf(msg, sizeof msg, "vector: expected %u numbers (the collection's "
+                                      "dimension), got %u", info->config.dim, qs[i]->dim);
+            query_fail(qs[i], 400, msg);
+        }
+    /* Group by (filter, k); each group is one kernel call. */
+    char *done = calloc(n, 1);
+    sieve__query **grp = malloc(n * sizeof *grp);
+    if (!done || !grp) {
+        for (size_t i = 0; i < n; i++) query_fail(qs[i], 500, "out of memory");
+    } else {
+        for (size_t i = 0; i < n; i++) {
+            if (done[i] || qs[i]->err.status) continue;
+            size_t gn = 0;
+            for (size_t j = i; j < n; j++) {
+                if (done[j] || qs[j]->err.status) continue;
+                if (query_k(qs[j]) != query_k(qs[i]) || !same_filter(qs[i], qs[j])) continue;
+                grp[gn++] = qs[j];
+                done[j] = 1;
+            }
+            run_group(w, snap, grp, gn, query_k(qs[i]), vecbuf);
+        }
+    }
+    free(done);
+    free(grp);
+out:
+    free(vecbuf);
+    sieve_snapshot_close(snap);
+}
+
+static void *worker_main(void *arg) {
+    worker *w = arg;
+    char name[SIEVE_NAME_MAX + 1];
+    for (;;) {
+        size_t n = take_batch(w, name);
+        if (!n) break;
+        double t0 = sieve__now_s();
+        answer_batch(w, name, w->batch, n);
+        for (size_t i = 0; i < n; i++) query_done(w->batch[i]);
+        double t1 = sieve__now_s();
+        pthread_mutex_lock(&w->b->mu);
+        w->queue->last_done = t1;
+        w->queue->last_cost = t1 - t0;
+        w->queue->expect = n + w->queue->len;
+        pthread_mutex_unlock(&w->b->mu);
+        if (w->is_cuda) {
+            sieve_device_info info;
+            if (sieve_device_get_info(w->dev, &info) == 0 && info.memory_total >= info.memory_free)
+                atomic_store(&w->mem_used, info.memory_total - info.memory_free);
+        }
+        sieve_devcache_stats cs;
+        if (sieve_devcache_get_stats(w->dc, &cs) == 0) {
+            atomic_store(&w->cache_bytes, cs.resident_bytes);
+            atomic_store(&w->pages_uploaded, cs.pages_uploaded);
+            atomic_store(&w->streamed, cs.streamed_searches);
+        }
+    }
+    return NULL;
+}
+
+/* ---------------------------------------------------------------- lifecycle */
+
+int sieve__batcher_create(sieve_server *s, const char *spec, sieve__batcher **out) {
+    *out = NULL;
+    sieve__batcher *b = calloc(1, sizeof *b);
+    if (!b) return SIEVE_ENOMEM;
+    b->srv = s;
+    pthread_mutex_init(&b->mu, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&b->cv, &ca);
+    pthread_condattr_destroy(&ca);
+
+    size_t n = 1;
+    for (const char *p = spec; *p; p++) n += *p == ',';
+    b->workers = calloc(n, sizeof *b->workers);
+    if (!b->workers) {
+        sieve__batcher_destroy(b);
+        return SIEVE_ENOMEM;
+    }
+    const char *p = spec;
+    int rc = 0;
+    for (size_t i = 0; i < n; i++) {
+        const char *comma = strchr(p, ',');
+        size_t len = comma ? (size_t)(comma - p) : strlen(p);
+        worker *w = &b->workers[i];
+        w->b = b;
+        if (len >= sizeof w->spec) {
+            rc = SIEVE_EINVAL;
+            break;
+        }
+        memcpy(w->spec, p, len);
+        w->spec[len] = 0;
+        b->n_workers = i + 1;
+        rc = sieve_device_open(w->spec, &w->dev);
+        if (rc) break;
+        w->batch = malloc(s->cfg.batch_max * sizeof *w->batch);
+        if (!w->batch) {
+            rc = SIEVE_ENOMEM;
+            break;
+        }
+        sieve_device_info info;
+        snprintf(w->desc, sizeof w->desc, "%s", w->spec);
+        if (sieve_device_get_info(w->dev, &info) == 0) {
+            snprintf(w->desc, sizeof w->desc, "%s", info.name);
+            w->is_cuda = info.kind == SIEVE_DEVICE_CUDA;
+            if (w->is_cuda && info.memory_total >= info.memory_free)
+                atomic_store(&w->mem_used, info.memory_total - info.memory_free);
+        }
+        sieve_devcache_options dco;
+        sieve_devcache_options_init(&dco);
+        rc = sieve_devcache_create(w->dev, &dco, &w->dc);
+        if (rc) break;
+        p = comma ? comma + 1 : p + len;
+    }
+    if (!rc) {
+        for (size_t i = 0; i < b->n_workers; i++) {
+            if (pthread_create(&b->workers[i].thread, NULL, worker_main, &b->workers[i])) {
+                rc = SIEVE_ENOMEM;
+                break;
+            }
+            b->workers[i].started = 1;
+        }
+    }
+    if (rc) {
+        sieve__batcher_destroy(b);
+        return rc;
+    }
+    *out = b;
+    return 0;
+}
+
+void sieve__batcher_destroy(sieve__batcher *b) {
+    if (!b) return;
+    pthread_mutex_lock(&b->mu);
+    b->stopping = 1;
+    pthread_cond_broadcast(&b->cv);
+    pthread_mutex_unlock(&b->mu);
+    for (size_t i = 0; i < b->n_workers; i++) {
+        worker *w = &b->workers[i];
+        if (w->started) pthread_join(w->thread, NULL);
+        mask_cache_clear(w);
+        sieve_devcache_destroy(w->dc);
+        sieve_device_close(w->dev);
+        free(w->batch);
+    }
+    free(b->workers);
+    while (b->queues) {
+        cqueue *q = b->queues;
+        b->queues = q->next;
+        free(q);
+    }
+    pthread_cond_destroy(&b->cv);
+    pthread_mutex_destroy(&b->mu);
+    free(b);
+}
+
+void sieve__batcher_describe(sieve__batcher *b, char *buf, size_t n) {
+    size_t off = 0;
+    buf[0] = 0;
+    for (size_t i = 0; i < b->n_workers && off < n; i++) {
+        int w = snprintf(buf + off, n - off, "%s%s", i ? ", " : "", b->workers[i].desc);
+        if (w < 0) break;
+        off += (size_t)w;
+    }
+}
+
+void sieve__batcher_cache_stats(sieve__batcher *b, uint64_t *resident_bytes,
+                                uint64_t *pages_uploaded, uint64_t *streamed) {
+    *resident_bytes = *pages_uploaded = *streamed = 0;
+    for (size_t i = 0; i < b->n_workers; i++) {
+        *resident_bytes += atomic_load(&b->workers[i].cache_bytes);
+        *pages_uploaded += atomic_load(&b->workers[i].pages_uploaded);
+        *streamed += atomic_load(&b->workers[i].streamed);
+    }
+}
+
+uint64_t sieve__batcher_device_memory_used(sieve__batcher *b) {
+    uint64_t used = 0;
+    for (size_t i = 0; i < b->n_workers; i++) used += atomic_load(&b->workers[i].mem_used);
+    return used;
+}

@@ -1,0 +1,493 @@
+/* devcache.c: the device page cache (sieve_devcache_* in sieve_store.h).
+ *
+ * Owns: per-collection device copies of the vector pages (one contiguous device buffer of
+ * page slots, each slot the page's rows then its norms, plus the page tables the kernels
+ * read), the device deleted bitmap and allowed mask, the generations they were copied at,
+ * and the streaming path for collections larger than the budget.
+ * Must not: include CUDA headers (device memory goes through sieve_kernels.h), write to the
+ * store, or hold a snapshot beyond one call.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <math.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sieve_store.h"
+
+typedef struct dc_entry {
+    uint32_t cid;
+    uint64_t generation;      /* collection generation the device copy reflects */
+    uint64_t last_use;
+    sieve_dtype dtype;
+    uint32_t dim, rpp;
+    size_t rows_bytes, slot_bytes; /* per page */
+    uint64_t cap_pages, n_pages, n_rows;
+    void *base;               /* device: cap_pages slots */
+    void **ptab;              /* device: page table */
+    float **ntab;             /* device: norm page table */
+    uint64_t *deleted;        /* device: cap_pages * rpp bits */
+    uint64_t *allowed;        /* device: same size */
+    uint64_t *page_gen;       /* host: generation of each resident page */
+    uint64_t bytes;           /* device bytes held */
+} dc_entry;
+
+struct sieve_devcache {
+    sieve_device *dev;
+    sieve_devcache_options opts;
+    dc_entry **entries;
+    size_t n_entries;
+    uint64_t clock;
+    sieve_devcache_stats stats;
+    /* streaming buffers (allocated on first use) */
+    void *stream_dev[2];
+    void *stream_host[2];
+    size_t stream_bytes;
+};
+
+void sieve_devcache_options_init(sieve_devcache_options *o) {
+    memset(o, 0, sizeof *o);
+}
+
+int sieve_devcache_create(sieve_device *dev, const sieve_devcache_options *opts,
+                          sieve_devcache **out) {
+    if (!dev || !out) return SIEVE_EINVAL;
+    *out = NULL;
+    sieve_devcache *dc = calloc(1, sizeof *dc);
+    if (!dc) return SIEVE_ENOMEM;
+    dc->dev = dev;
+    if (opts) dc->opts = *opts;
+    if (sieve_device_get_kind(dev) == SIEVE_DEVICE_CUDA && dc->opts.budget_bytes == 0) {
+        sieve_device_info info;
+        int rc = sieve_device_get_info(dev, &info);
+        if (rc) {
+            free(dc);
+            return rc;
+        }
+        dc->opts.budget_bytes = info.memory_free / 10 * 8;
+    }
+    dc->stats.budget_bytes = dc->opts.budget_bytes;
+    *out = dc;
+    return 0;
+}
+
+static void entry_free(sieve_devcache *dc, dc_entry *e) {
+    if (!e) return;
+    sieve_device_free(dc->dev, e->base);
+    sieve_device_free(dc->dev, e->ptab);
+    sieve_device_free(dc->dev, e->ntab);
+    sieve_device_free(dc->dev, e->deleted);
+    sieve_device_free(dc->dev, e->allowed);
+    free(e->page_gen);
+    dc->stats.resident_bytes -= e->bytes;
+    if (dc->stats.resident_collections) dc->stats.resident_collections--;
+    free(e);
+}
+
+static void stream_free(sieve_devcache *dc) {
+    for (int i = 0; i < 2; i++) {
+        sieve_device_free(dc->dev, dc->stream_dev[i]);
+        sieve_host_free_pinned(dc->dev, dc->stream_host[i]);
+        dc->stream_dev[i] = dc->stream_host[i] = NULL;
+    }
+    dc->stream_bytes = 0;
+}
+
+void sieve_devcache_destroy(sieve_devcache *dc) {
+    if (!dc) return;
+    for (size_t i = 0; i < dc->n_entries; i++) entry_free(dc, dc->entries[i]);
+    free(dc->entries);
+    stream_free(dc);
+    free(dc);
+}
+
+int sieve_devcache_get_stats(const sieve_devcache *dc, sieve_devcache_stats *out) {
+    if (!dc || !out) return SIEVE_EINVAL;
+    *out = dc->stats;
+    return 0;
+}
+
+/* Bytes a resident copy of cap_pages pages needs. */
+static uint64_t entry_bytes(uint64_t cap_pages, size_t slot_bytes, uint32_t rpp) {
+    uint64_t mask = cap_pages * rpp / 8;
+    return cap_pages * slot_bytes + 2 * cap_pages * sizeof(void *) + 2 * mask;
+}
+
+static void remove_entry(sieve_devcache *dc, size_t i) {
+    entry_free(dc, dc->entries[i]);
+    dc->entries[i] = dc->entries[--dc->n_entries];
+}
+
+/* Evicts least recently used entries (other than keep) until need more bytes fit. */
+static void make_room(sieve_devcache *dc, uint64_t need, const dc_entry *keep) {
+    while (dc->stats.resident_bytes + need > dc->opts.budget_bytes) {
+        size_t victim = SIZE_MAX;
+        for (size_t i = 0; i < dc->n_entries; i++) {
+            if (dc->entries[i] == keep) continue;
+            if (victim == SIZE_MAX || dc->entries[i]->last_use < dc->entries[victim]->last_use)
+                victim = i;
+        }
+        if (victim == SIZE_MAX) return;
+        remove_entry(dc, victim);
+    }
+}
+
+/* Allocates an entry able to hold cap_pages pages. */
+static int entry_alloc(sieve_devcache *dc, const sieve_collection_info *info, uint64_t cap_pages,
+                       dc_entry **out) {
+    const sieve_collection_config *cfg = &info->config;
+    dc_entry *e = calloc(1, sizeof *e);
+    if (!e) return SIEVE_ENOMEM;
+    e->cid = info->collection_id;
+    e->generation = UINT64_MAX;
+    e->dtype = cfg->dtype;
+    e->dim = cfg->dim;
+    e->rpp = cfg->rows_per_page;
+    e->rows_bytes = (size_t)e->rpp * e->dim * sieve_dtype_size(e->dtype);
+    e->slot_bytes = (e->rows_bytes + (size_t)e->rpp * 4 + 255) / 256 * 256;
+    e->cap_pages = cap_pages;
+    size_t mask_bytes = (size_t)(cap_pages * e->rpp / 8);
+    int rc = 0;
+    e->page_gen = malloc(cap_pages * sizeof *e->page_gen);
+    void **hp = malloc(cap_pages * sizeof *hp);
+    float **hn = malloc(cap_pages * sizeof *hn);
+    if (!e->page_gen || !hp || !hn) rc = SIEVE_ENOMEM;
+    if (!rc) rc = sieve_device_alloc(dc->dev, cap_pages * e->slot_bytes, &e->base);
+    if (!rc) rc = sieve_device_alloc(dc->dev, cap_pages * sizeof(void *), (void **)&e->ptab);
+    if (!rc) rc = sieve_device_alloc(dc->dev, cap_pages * sizeof(float *), (void **)&e->ntab);
+    if (!rc) rc = sieve_device_alloc(dc->dev, mask_bytes, (void **)&e->deleted);
+    if (!rc) rc = sieve_device_alloc(dc->dev, mask_bytes, (void **)&e->allowed);
+    if (!rc) {
+        for (uint64_t p = 0; p < cap_pages; p++) {
+            hp[p] = (unsigned char *)e->base + p * e->slot_bytes;
+            hn[p] = (float *)((unsigned char *)hp[p] + e->rows_bytes);
+            e->page_gen[p] = UINT64_MAX;
+        }
+        rc = sieve_device_upload(dc->dev, e->ptab, hp, cap_pages * sizeof(void *));
+    }
+    if (!rc) rc = sieve_device_upload(dc->dev, e->ntab, hn, cap_pages * sizeof(float *));
+    free(hp);
+    free(hn);
+    e->bytes = entry_bytes(cap_pages, e->slot_bytes, e->rpp);
+    dc->stats.resident_bytes += e->bytes;
+    dc->stats.resident_collections++;
+    if (rc) {
+        entry_free(dc, e);
+        return rc;
+    }
+    *out = e;
+    return 0;
+}
+
+/* Copies pages [p0, p1) of the snapshot into consecutive slots at dst (device), through
+ * plain (pageable) uploads. */
+static int upload_pages(sieve_devcache *dc, dc_entry *e, const sieve_matrix *m, uint64_t p0,
+                        uint64_t p1, unsigned char *dst) {
+    for (uint64_t p = p0; p < p1; p++) {
+        unsigned char *slot = dst + (p - p0) * e->slot_bytes;
+        int rc = sieve_device_upload(dc->dev, slot, m->pages[p], e->rows_bytes);
+        if (!rc) rc = sieve_device_upload(dc->dev, slot + e->rows_bytes, m->norm_pages[p],
+                                          (size_t)e->rpp * 4);
+        if (rc) return rc;
+        dc->stats.pages_uploaded++;
+        dc->stats.bytes_uploaded += e->rows_bytes + (uint64_t)e->rpp * 4;
+    }
+    return 0;
+}
+
+/* Uploads a host bitmap of n_rows bits into a device mask of the entry's capacity (the
+ * words past n_rows are cleared; NULL uploads all zero). */
+static int upload_mask(sieve_devcache *dc, dc_entry *e, uint64_t *dst, const uint64_t *host,
+                       uint64_t n_rows) {
+    size_t words = (size_t)((n_rows + 63) / 64);
+    size_t cap_words = (size_t)(e->cap_pages * e->rpp / 64);
+    uint64_t *tmp = calloc(cap_words ? cap_words : 1, 8);
+    if (!tmp) return SIEVE_ENOMEM;
+    if (host) memcpy(tmp, host, words * 8);
+    int rc = sieve_device_upload(dc->dev, dst, tmp, cap_words * 8);
+    free(tmp);
+    return rc;
+}
+
+static dc_entry *find_entry(sieve_devcache *dc, uint32_t cid) {
+    for (size_t i = 0; i < dc->n_entries; i++)
+        if (dc->entries[i]->cid == cid) return dc->entries[i];
+    return NULL;
+}
+
+/* Makes the snapshot's collection resident and current; *out NULL when it cannot fit. */
+static int refresh_resident(sieve_devcache *dc, sieve_snapshot *snap, dc_entry **out) {
+    const sieve_collection_info *info = sieve_snapshot_info(snap);
+    const sieve_matrix *m = sieve_snapshot_matrix(snap);
+    const uint64_t *gens = sieve_snapshot_page_generations(snap);
+    *out = NULL;
+    dc_entry *e = find_entry(dc, info->collection_id);
+    if (e && (e->dtype != info->config.dtype || e->dim != info->config.dim ||
+              e->rpp != info->config.rows_per_page || e->cap_pages < info->pages)) {
+        /* grown past its capacity (or a different collection reused nothing: ids are never
+           reused, so only growth lands here): start over with room to grow */
+        for (size_t i = 0; i < dc->n_entries; i++)
+            if (dc->entries[i] == e) remove_entry(dc, i);
+        e = NULL;
+    }
+    if (!e) {
+        size_t slot = ((size_t)info->config.rows_per_page * info->config.dim *
+                           sieve_dtype_size(info->config.dtype) +
+                       (size_t)info->config.rows_per_page * 4 + 255) / 256 * 256;
+        uint64_t cap = info->pages + info->pages / 4 + 1;
+        if (entry_bytes(cap, slot, info->config.rows_per_page) > dc->opts.budget_bytes)
+            cap = info->pages;
+        uint64_t need = entry_bytes(cap, slot, info->config.rows_per_page);
+        if (need > dc->opts.budget_bytes) return 0; /* stream instead */
+        make_room(dc, need, NULL);
+        if (dc->stats.resident_bytes + need > dc->opts.budget_bytes) return 0;
+        dc_entry **grown = realloc(dc->entries, (dc->n_entries + 1) * sizeof *grown);
+        if (!grown) return SIEVE_ENOMEM;
+        dc->entries = grown;
+        int rc = entry_alloc(dc, info, cap, &e);
+        if (rc == SIEVE_ENOMEM) return 0; /* the device is fuller than the budget: stream */
+        if (rc) return rc;
+        dc->entries[dc->n_entries++] = e;
+    }
+    e->last_use = ++dc->clock;
+    if (e->generation != info->generation || e->n_pages != info->pages) {
+        for (uint64_t p = 0; p < info->pages; p++) {
+            if (p < e->n_pages && e->page_gen[p] == gens[p]) continue;
+            int rc = upload_pages(dc, e, m, p, p + 1, (unsigned char *)e->base + p * e->slot_bytes);
+            if (rc) return rc;
+            e->page_gen[p] = gens[p];
+        }
+        int rc = upload_mask(dc, e, e->deleted, m->deleted, info->rows);
+        if (rc) return rc;
+        e->n_pages = info->pages;
+        e->n_rows = info->rows;
+        e->generation = info->generation;
+    }
+    *out = e;
+    return 0;
+}
+
+/* ------------------------------------------------------------------ streaming */
+
+typedef struct stage_job {
+    const sieve_matrix *m;
+    uint64_t p0, p1;
+    size_t rows_bytes, slot_bytes;
+    uint32_t rpp;
+    unsigned char *host;
+} stage_job;
+
+/* Copies pages into a pinned host buffer (runs beside the device search of the previous
+ * chunk). */
+static void *stage_pages(void *arg) {
+    stage_job *j = arg;
+    for (uint64_t p = j->p0; p < j->p1; p++) {
+        unsigned char *slot = j->host + (p - j->p0) * j->slot_bytes;
+        memcpy(slot, j->m->pages[p], j->rows_bytes);
+        memcpy(slot + j->rows_bytes, j->m->norm_pages[p], (size_t)j->rpp * 4);
+    }
+    return NULL;
+}
+
+/* Merges run (n lists of cnt_b (row,key) best-first) into acc; both keyed by raw keys. */
+static void merge_lists(uint32_t nq, uint32_t k, int64_t *acc_rows, float *acc_keys,
+                        uint32_t *acc_cnt, const int64_t *rows, const float *keys,
+                        const uint32_t *cnt, int64_t *tmp_rows, float *tmp_keys) {
+    for (uint32_t q = 0; q < nq; q++) {
+        const int64_t *ar = acc_rows + (size_t)q * k, *br = rows + (size_t)q * k;
+        const float *ak = acc_keys + (size_t)q * k, *bk = keys + (size_t)q * k;
+        uint32_t na = acc_cnt[q], nb = cnt[q], i = 0, j = 0, o = 0;
+        while (o < k && (i < na || j < nb)) {
+            int take_a;
+            if (i >= na) take_a = 0;
+            else if (j >= nb) take_a = 1;
+            else take_a = ak[i] > bk[j] || (ak[i] == bk[j] && ar[i] < br[j]);
+            if (take_a) {
+                tmp_rows[o] = ar[i];
+                tmp_keys[o++] = ak[i++];
+            } else {
+                tmp_rows[o] = br[j];
+                tmp_keys[o++] = bk[j++];
+            }
+        }
+        memcpy(acc_rows + (size_t)q * k, tmp_rows, o * sizeof *tmp_rows);
+        memcpy(acc_keys + (size_t)q * k, tmp_keys, o * sizeof *tmp_keys);
+        acc_cnt[q] = o;
+    }
+}
+
+static int upload_zero(sieve_devcache *dc, void *dst, size_t words) {
+    uint64_t *z = calloc(words ? words : 1, 8);
+    if (!z) return SIEVE_ENOMEM;
+    int rc = sieve_device_upload(dc->dev, dst, z, words * 8);
+    free(z);
+    return rc;
+}
+
+static int stream_search(sieve_devcache *dc, sieve_snapshot *snap, const uint64_t *allowed,
+                         const float *queries, uint32_t nq, const sieve_search_params *p,
+                         int64_t *out_rows, float *out_scores, uint32_t *out_counts,
+                         sieve_search_stats *stats) {
+    const sieve_collection_info *info = sieve_snapshot_info(snap);
+    const sieve_matrix *m = sieve_snapshot_matrix(snap);
+    const uint32_t rpp = info->config.rows_per_page, k = p->k, dim = info->config.dim;
+    const size_t rows_bytes = (size_t)rpp * dim * sieve_dtype_size(info->config.dtype);
+    const size_t slot = (rows_bytes + (size_t)rpp * 4 + 255) / 256 * 256;
+    uint64_t chunk = dc->opts.stream_chunk_pages;
+    if (!chunk) {
+        uint64_t by_budget = dc->opts.budget_bytes / 4 / slot;
+        uint64_t by_gib = (1ull << 30) / slot;
+        chunk = by_budget < by_gib ? by_budget : by_gib;
+    }
+    if (chunk < 1) chunk = 1;
+    if (chunk > info->pages) chunk = info->pages;
+    int rc = 0;
+    size_t need = (size_t)chunk * slot;
+    if (dc->stream_bytes < need) {
+        stream_free(dc);
+        for (int i = 0; i < 2 && !rc; i++) {
+            rc = sieve_device_alloc(dc->dev, need, &dc->stream_dev[i]);
+            if (!rc) rc = sieve_host_alloc_pinned(dc->dev, need, &dc->stream_host[i]);
+        }
+        if (rc) {
+            stream_free(dc);
+            return rc;
+        }
+        dc->stream_bytes = need;
+    }
+    size_t nr = (size_t)nq * k;
+    int64_t *crows = malloc(nr * 8), *trows = malloc((size_t)k * 8);
+    float *ckeys = malloc(nr * 4), *akeys = malloc(nr * 4), *tkeys = malloc((size_t)k * 4);
+    uint32_t *ccnt = malloc((size_t)nq * 4);
+    void **ptab = NULL, **hp = malloc(chunk * sizeof *hp);
+    float **ntab = NULL, **hn = malloc(chunk * sizeof *hn);
+    uint64_t *del = NULL, *alw = NULL;
+    size_t mask_bytes = (size_t)(chunk * rpp / 8);
+    if (!crows || !trows || !ckeys || !akeys || !tkeys || !ccnt || !hp || !hn) rc = SIEVE_ENOMEM;
+    if (!rc) rc = sieve_device_alloc(dc->dev, chunk * sizeof(void *), (void **)&ptab);
+    if (!rc) rc = sieve_device_alloc(dc->dev, chunk * sizeof(float *), (void **)&ntab);
+    if (!rc) rc = sieve_device_alloc(dc->dev, mask_bytes, (void **)&del);
+    if (!rc && allowed) rc = sieve_device_alloc(dc->dev, mask_bytes, (void **)&alw);
+    sieve_search_params cp = *p;
+    cp.flags |= SIEVE_SEARCH_RAW_KEYS;
+    sieve_search_stats total, st;
+    memset(&total, 0, sizeof total);
+    for (uint32_t q = 0; q < nq; q++) out_counts[q] = 0;
+    pthread_t th;
+    stage_job job = {m, 0, 0, rows_bytes, slot, rpp, NULL};
+    int have_thread = 0;
+    /* stage chunk 0 now; then, while chunk c is searched, chunk c+1 is staged */
+    if (!rc) {
+        job.p1 = chunk < info->pages ? chunk : info->pages;
+        job.host = dc->stream_host[0];
+        stage_pages(&job);
+    }
+    int cur = 0;
+    for (uint64_t p0 = 0; !rc && p0 < info->pages; p0 += chunk, cur ^= 1) {
+        uint64_t p1 = p0 + chunk < info->pages ? p0 + chunk : info->pages;
+        uint64_t rows0 = p0 * rpp;
+        uint64_t nrows = (p1 == info->pages ? info->rows : p1 * rpp) - rows0;
+        rc = sieve_device_upload(dc->dev, dc->stream_dev[cur], dc->stream_host[cur], (p1 - p0) * slot);
+        if (rc) break;
+        dc->stats.pages_uploaded += p1 - p0;
+        dc->stats.bytes_uploaded += (p1 - p0) * slot;
+        if (p1 < info->pages) {
+            job.p0 = p1;
+            job.p1 = p1 + chunk < info->pages ? p1 + chunk : info->pages;
+            job.host = dc->stream_host[cur ^ 1];
+            have_thread = pthread_create(&th, NULL, stage_pages, &job) == 0;
+            if (!have_thread) stage_pages(&job);
+        }
+        for (uint64_t i = 0; i < p1 - p0; i++) {
+            hp[i] = (unsigned char *)dc->stream_dev[cur] + i * slot;
+            hn[i] = (float *)((unsigned char *)hp[i] + rows_bytes);
+        }
+        rc = sieve_device_upload(dc->dev, ptab, hp, (p1 - p0) * sizeof(void *));
+        if (!rc) rc = sieve_device_upload(dc->dev, ntab, hn, (p1 - p0) * sizeof(float *));
+        size_t words = (size_t)((nrows + 63) / 64);
+        if (!rc) {
+            if (m->deleted) rc = sieve_device_upload(dc->dev, del, m->deleted + rows0 / 64, words * 8);
+            else rc = upload_zero(dc, del, words);
+        }
+        if (!rc && allowed) rc = sieve_device_upload(dc->dev, alw, allowed + rows0 / 64, words * 8);
+        sieve_matrix cm = {m->dtype, m->dim, nrows, rpp, (const void *const *)ptab,
+                           (const float *const *)ntab, del, allowed ? alw : NULL};
+        cp.k = k <= nrows ? k : (uint32_t)nrows;
+        if (!rc) rc = sieve_knn(dc->dev, &cm, queries, nq, &cp, NULL, 0, crows, ckeys, ccnt, NULL, &st);
+        if (have_thread) {
+            pthread_join(th, NULL);
+            have_thread = 0;
+        }
+        if (rc) break;
+        sieve_search_stats_add(&total, &st);
+        /* chunk-relative rows -> collection rows; lists of cp.k re-spaced to k */
+        for (uint32_t q = nq; q-- > 0;) {
+            for (uint32_t i = cp.k; i-- > 0;) {
+                crows[(size_t)q * k + i] = crows[(size_t)q * cp.k + i] + (crows[(size_t)q * cp.k + i] >= 0 ? (int64_t)rows0 : 0);
+                ckeys[(size_t)q * k + i] = ckeys[(size_t)q * cp.k + i];
+            }
+        }
+        merge_lists(nq, k, out_rows, akeys, out_counts, crows, ckeys, ccnt, trows, tkeys);
+    }
+    if (have_thread) pthread_join(th, NULL);
+    if (!rc) {
+        for (uint32_t q = 0; q < nq; q++)
+            for (uint32_t i = 0; i < k; i++) {
+                size_t at = (size_t)q * k + i;
+                if (i >= out_counts[q]) {
+                    out_rows[at] = -1;
+                    out_scores[at] = NAN;
+                } else if (p->metric == SIEVE_METRIC_EUCLID) {
+                    out_scores[at] = sieve_euclid_distance(queries + (size_t)q * dim, dim, akeys[at]);
+                } else {
+                    out_scores[at] = akeys[at];
+                }
+            }
+        dc->stats.streamed_searches++;
+        total.queries = nq;
+        if (stats) *stats = total;
+    }
+    sieve_device_free(dc->dev, ptab);
+    sieve_device_free(dc->dev, ntab);
+    sieve_device_free(dc->dev, del);
+    sieve_device_free(dc->dev, alw);
+    free(crows);
+    free(trows);
+    free(ckeys);
+    free(akeys);
+    free(tkeys);
+    free(ccnt);
+    free(hp);
+    free(hn);
+    return rc;
+}
+
+int sieve_devcache_knn(sieve_devcache *dc, sieve_snapshot *snap, const uint64_t *allowed,
+                       const float *queries, uint32_t n_queries, const sieve_search_params *p,
+                       int64_t *out_rows, float *out_scores, uint32_t *out_counts,
+                       sieve_search_stats *stats) {
+    if (!dc || !snap || !queries || !p || !out_rows || !out_scores || !out_counts ||
+        n_queries == 0)
+        return SIEVE_EINVAL;
+    const sieve_collection_info *info = sieve_snapshot_info(snap);
+    if (info->rows == 0 || p->k == 0 || p->k > info->rows) return SIEVE_EINVAL;
+    if (sieve_device_get_kind(dc->dev) == SIEVE_DEVICE_CPU) {
+        sieve_matrix m = *sieve_snapshot_matrix(snap);
+        m.allowed = allowed;
+        return sieve_knn(dc->dev, &m, queries, n_queries, p, NULL, 0, out_rows, out_scores,
+                         out_counts, NULL, stats);
+    }
+    dc_entry *e = NULL;
+    int rc = refresh_resident(dc, snap, &e);
+    if (rc) return rc;
+    if (!e) return stream_search(dc, snap, allowed, queries, n_queries, p, out_rows, out_scores,
+                                 out_counts, stats);
+    if (allowed) {
+        rc = upload_mask(dc, e, e->allowed, allowed, info->rows);
+        if (rc) return rc;
+    }
+    sieve_matrix m = {e->dtype, e->dim, info->rows, e->rpp, (const void *const *)e->ptab,
+                      (const float *const *)e->ntab, e->deleted, allowed ? e->allowed : NULL};
+    return sieve_knn(dc->dev, &m, queries, n_queries, p, NULL, 0, out_rows, out_scores,
+                     out_counts, NULL, stats);
+}
