@@ -745,7 +745,7 @@ static int put_search(sieve_client *c, const char *what, sieve__cl_buf *b, const
         if (sieve__cl_find_nonfinite(&q->score_threshold, 1) == 0)
             return sieve__cl_fail(c, SIEVE_ENONFINITE, "%s %zu: score_threshold is not finite",
                                   what, index);
-        char num[SIEVE__CL_F32_MAX + 1];
+        char num[SIEVE__CL_F32_SCRATCH];
         size_t len = sieve__cl_fmt_f32(num, q->score_threshold);
         sieve__cl_buf_puts(b, ",\"score_threshold\":");
         sieve__cl_buf_put(b, num, len);

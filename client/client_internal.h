@@ -50,13 +50,16 @@ void sieve__cl_buf_vector(sieve__cl_buf *b, const float *v, uint32_t dim);
 
 /* ------------------------------------------------------------ numbers */
 
-/* Longest output of sieve__cl_fmt_f32 ("-1.23456789e-45" is 15). */
+/* Longest output of sieve__cl_fmt_f32 ("-0.0000123456789" is 16), and the room it needs at
+ * out (it may write scratch bytes after the number it returns). */
 #define SIEVE__CL_F32_MAX 16
+#define SIEVE__CL_F32_SCRATCH 32
 
 /* Writes finite x as a JSON number with at most 9 significant digits (trailing zeros
- * dropped), enough that parsing it back to the nearest double and rounding that to float32
- * gives x bit for bit (also through strtof). Plain notation for 1e-5 <= |x| < 1e9, else
- * d.ddde[-]N. Returns the length (no NUL written). -0 is written "-0". */
+ * dropped) into out, which must have SIEVE__CL_F32_SCRATCH bytes of room, enough that parsing it
+ * back to the nearest double and rounding that to float32 gives x bit for bit (also through
+ * strtof). Plain notation for 1e-5 <= |x| < 1e9, else d.ddde[-]N. Returns the length (no NUL
+ * written). -0 is written "-0". */
 size_t sieve__cl_fmt_f32(char *out, float x);
 
 /* Index of the first NaN or infinity in v[0..n), or n. */

@@ -124,7 +124,8 @@ void sieve__cl_buf_id(sieve__cl_buf *b, const sieve_client_id *id) {
 }
 
 void sieve__cl_buf_vector(sieve__cl_buf *b, const float *v, uint32_t dim) {
-    char *d = sieve__cl_buf_reserve(b, (size_t)dim * (SIEVE__CL_F32_MAX + 1) + 2);
+    char *d =
+        sieve__cl_buf_reserve(b, (size_t)dim * (SIEVE__CL_F32_MAX + 1) + SIEVE__CL_F32_SCRATCH + 2);
     if (!d) return;
     char *p = d;
     *p++ = '[';
@@ -151,11 +152,8 @@ static const char digit_pairs[201] =
     "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
     "8081828384858687888990919293949596979899";
 
-/* round(x * 10^k) for the k this file needs (-31 .. 54). */
-static uint64_t scaled(double x, int k) {
-    double s = k >= 0 ? x * pow10_tab[k] : x / pow10_tab[-k];
-    return (uint64_t)(s + 0.5);
-}
+/* x * 10^k for the k this file needs (-31 .. 54). */
+static double scaled(double x, int k) { return k >= 0 ? x * pow10_tab[k] : x / pow10_tab[-k]; }
 
 /* Why 9 digits round-trip: a float32 x in [10^e, 10^(e+1)) is written as m * 10^(e-8)
  * with 10^8 <= m < 10^9, so the decimal differs from x by at most half a unit of the 9th
@@ -182,13 +180,15 @@ size_t sieve__cl_fmt_f32(char *out, float xf) {
     /* e10 = floor(e2 * log10(2)), so 10^e10 <= x < 20 * 10^e10 */
     int t = e2 * 78913;
     int e10 = t >= 0 ? t >> 18 : -((-t + (1 << 18) - 1) >> 18);
-    uint64_t m = scaled(x, 8 - e10);
-    while (m >= 1000000000u) {
+    /* s = x * 10^(8 - e10) in [10^8, 2 * 10^9); one more decade when it has 10 digits. The
+     * extra rounding of "* 0.1" is far inside the error budget above. */
+    double sc = scaled(x, 8 - e10);
+    while (sc >= 999999999.5) {
+        sc *= 0.1;
         e10++;
-        m = scaled(x, 8 - e10);
     }
-    char d[10];
-    uint32_t mm = (uint32_t)m;
+    uint32_t mm = (uint32_t)(int64_t)(sc + 0.5);
+    char d[16]; /* 9 digits, padded so that fixed-size copies stay inside */
     d[0] = (char)('0' + mm / 100000000u);
     mm %= 100000000u;
     for (int i = 7; i >= 1; i -= 2) {
@@ -197,34 +197,31 @@ size_t sieve__cl_fmt_f32(char *out, float xf) {
         d[i] = digit_pairs[2 * q];
         d[i + 1] = digit_pairs[2 * q + 1];
     }
+    memset(d + 9, '0', 7);
     int nd = 9;
     while (nd > 1 && d[nd - 1] == '0') nd--;
+    /* Fixed-size copies (no library calls for a few bytes); they may write scratch bytes
+     * past the returned length, within SIEVE__CL_F32_SCRATCH. */
     if (e10 >= 0 && e10 < 9) {
-        int ip = e10 + 1; /* integer digits */
+        int ip = e10 + 1; /* integer digits; d holds the zeros an integer needs */
+        memcpy(p, d, 16);
         if (nd <= ip) {
-            memcpy(p, d, (size_t)nd);
-            p += nd;
-            for (int i = nd; i < ip; i++) *p++ = '0';
-        } else {
-            memcpy(p, d, (size_t)ip);
             p += ip;
-            *p++ = '.';
-            memcpy(p, d + ip, (size_t)(nd - ip));
-            p += nd - ip;
+        } else {
+            p[ip] = '.';
+            memcpy(p + ip + 1, d + ip, 8);
+            p += nd + 1;
         }
     } else if (e10 < 0 && e10 >= -5) {
-        *p++ = '0';
-        *p++ = '.';
-        for (int i = 0; i < -e10 - 1; i++) *p++ = '0';
-        memcpy(p, d, (size_t)nd);
+        memcpy(p, "0.00000", 8);
+        p += 1 - e10;
+        memcpy(p, d, 16);
         p += nd;
     } else {
-        *p++ = d[0];
-        if (nd > 1) {
-            *p++ = '.';
-            memcpy(p, d + 1, (size_t)(nd - 1));
-            p += nd - 1;
-        }
+        p[0] = d[0];
+        p[1] = '.';
+        memcpy(p + 2, d + 1, 8);
+        p += nd > 1 ? nd + 1 : 1;
         *p++ = 'e';
         int ex = e10;
         if (ex < 0) {
