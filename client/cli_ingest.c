@@ -174,8 +174,9 @@ static void help_ingest(FILE *f) {
         "  --url URL          the server (default $SIEVE_URL, else " SIEVE_CLIENT_DEFAULT_URL ")\n"
         "\n"
         "Throughput:\n"
-        "  --batch N          vectors per request or store write (default: about 4 MiB of\n"
-        "                     JSON per HTTP request; 4096 with --data-dir)\n"
+        "  --batch N          vectors per request or store write (default: about 8 MiB of\n"
+        "                     JSON per HTTP request; about 128 MiB of vectors per store\n"
+        "                     write with --data-dir)\n"
         "  --parallel N       HTTP connections or store writer threads (default 4 over HTTP,\n"
         "                     2 with --data-dir)\n"
         "\n"
@@ -1093,12 +1094,17 @@ int cli_cmd_ingest(int argc, char **argv) {
     if (!g.parallel) g.parallel = g.direct ? 2 : 4;
     if (!g.batch) {
         if (g.direct) {
-            g.batch = 4096;
+            /* about 128 MiB of vectors per store write: each commit costs two syncs, so
+             * big writes amortise them (measured in bench/RESULTS.md, "Ingest") */
+            g.batch = (128u << 20) / ((size_t)g.dim * 4);
+            if (g.batch < 4096) g.batch = 4096;
+            if (g.batch > 65536) g.batch = 65536;
         } else {
-            size_t per = (size_t)g.dim * 11 + 48 + (g.info.has_payloads ? 512 : 0);
-            g.batch = (4u << 20) / per;
+            /* about 8 MiB of JSON per request (the server takes 32 MiB by default) */
+            size_t per = (size_t)g.dim * 12 + 48 + (g.info.has_payloads ? 512 : 0);
+            g.batch = (8u << 20) / per;
             if (g.batch < 8) g.batch = 8;
-            if (g.batch > 4096) g.batch = 4096;
+            if (g.batch > 8192) g.batch = 8192;
         }
     }
     if (g.batch > g.total) g.batch = (size_t)g.total;
