@@ -51,28 +51,30 @@ if [ ! -f "$input" ]; then
 fi
 cat "$input" >/dev/null   # page cache: measure ingest, not the input's first read
 
-rate() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.0f", a / b }'; }
+rate() { awk "BEGIN { printf \"%.0f\", ($1) / ($2) }"; }
 dd_rate() {
-  local out t0 t1
-  t0=$(date +%s.%N)
+  local t0=$EPOCHREALTIME
   dd if=/dev/zero of="$dir/dd.tmp" bs=1M count="$mib" conv=fdatasync 2>/dev/null
-  t1=$(date +%s.%N)
+  local t1=$EPOCHREALTIME
   rm -f "$dir/dd.tmp"
-  awk -v b="$bytes" -v s="$(echo "$t1 - $t0" | bc)" 'BEGIN { printf "%.0f", b / s / 1e6 }'
+  awk -v b="$bytes" -v a="$t0" -v z="$t1" 'BEGIN { printf "%.0f", b / (z - a) / 1e6 }'
 }
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+# timed LOG CMD...: runs CMD with its output in LOG and "WALL USER SYSTEM" seconds in
+# $dir/time.txt.
+timed() {
+  local TIMEFORMAT="%R %U %S" out="$1"
+  shift
+  { time "$@" >"$out" 2>&1 ; } 2>"$dir/time.txt"
+}
 
 for r in $(seq 1 "$runs"); do
   echo "## round $r (load average $(cut -d' ' -f1-3 /proc/loadavg))"
   echo "dd conv=fdatasync ${mib} MiB: $(dd_rate) MB/s"
   rm -rf "$dir/data"
   log="$dir/direct.log"
-  t0=$(date +%s.%N)
-  /usr/bin/time -f "cpu %U %S" -o "$dir/time.txt" \
-    "$sieve" ingest "$input" --collection bench --create --data-dir "$dir/data" --quiet --stats "${extra[@]}" >"$log" 2>&1
-  t1=$(date +%s.%N)
-  secs=$(echo "$t1 - $t0" | bc | xargs printf "%.2f")
-  echo "direct (--data-dir): $n vectors in ${secs} s = $(rate "$n" "$secs") vectors/s ($(rate "$bytes" "$(echo "$secs * 1000000" | bc)") MB/s of vectors); CPU $(awk '/^cpu/ {printf "%.1f s user + %.1f s system", $2, $3}' "$dir/time.txt")"
+  timed "$log" "$sieve" ingest "$input" --collection bench --create --data-dir "$dir/data" --quiet --stats "${extra[@]}"
+  read -r secs cu cs <"$dir/time.txt"
+  echo "direct (--data-dir): $n vectors in ${secs} s = $(rate "$n" "$secs") vectors/s ($(rate "$bytes" "$secs * 1000000") MB/s of vectors); CPU ${cu} s user + ${cs} s system"
   grep -E 'stats:|store:' "$log" | sed 's/^sieve ingest: /  /'
   rm -rf "$dir/data"
   if [ -x "$build/bench/sieve-bench-store" ]; then
@@ -84,23 +86,20 @@ for r in $(seq 1 "$runs"); do
   fi
   echo "dd conv=fdatasync ${mib} MiB: $(dd_rate) MB/s"
   if [ "$http" = 1 ]; then
-    port=$(free_port)
     rm -rf "$dir/srv"
-    "$server" --host 127.0.0.1 --port "$port" --data-dir "$dir/srv" --device cpu >"$dir/server.log" 2>&1 &
+    "$server" --host 127.0.0.1 --port 0 --data-dir "$dir/srv" --device cpu >"$dir/server.log" 2>&1 &
     spid=$!
     for _ in $(seq 100); do grep -q "listening on" "$dir/server.log" && break; sleep 0.1; done
+    port=$(grep -o 'listening on http://[0-9.]*:[0-9]*' "$dir/server.log" | sed 's/.*://')
     hn=${http_n:-$n}
     log="$dir/http.log"
-    t0=$(date +%s.%N)
-    /usr/bin/time -f "cpu %U %S" -o "$dir/time.txt" \
-      "$sieve" ingest "$input" --collection bench --create --url "http://127.0.0.1:$port" \
-      --limit "$hn" --quiet --stats "${extra[@]}" >"$log" 2>&1
-    t1=$(date +%s.%N)
-    secs=$(echo "$t1 - $t0" | bc | xargs printf "%.2f")
+    timed "$log" "$sieve" ingest "$input" --collection bench --create --url "http://127.0.0.1:$port" \
+      --limit "$hn" --quiet --stats "${extra[@]}"
+    read -r secs cu cs <"$dir/time.txt"
     scpu=$(awk '{printf "%.1f", ($14 + $15) / 100}' "/proc/$spid/stat")
     kill "$spid"; wait "$spid" || true
     rm -rf "$dir/srv"
-    echo "HTTP (4 connections): $hn vectors in ${secs} s = $(rate "$hn" "$secs") vectors/s; CPU: client $(awk '/^cpu/ {printf "%.1f s", $2 + $3}' "$dir/time.txt"), server ${scpu} s"
+    echo "HTTP (4 connections): $hn vectors in ${secs} s = $(rate "$hn" "$secs") vectors/s; CPU: client $(awk -v u="$cu" -v s="$cs" 'BEGIN { printf "%.1f", u + s }') s, server ${scpu} s"
     grep -E 'stats:|http:' "$log" | sed 's/^sieve ingest: /  /'
   fi
 done
