@@ -25,7 +25,7 @@ int sieve_cuda_device_count(void) {
 }
 
 static int parse_uint(const char *s, long max, long *out) {
-    if (!*s) return SIEVE_EINVAL;
+    if (*s < '0' || *s > '9') return SIEVE_EINVAL; /* no sign, no blank, not empty */
     char *end = NULL;
     errno = 0;
     long v = strtol(s, &end, 10);

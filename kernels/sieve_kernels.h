@@ -9,6 +9,12 @@
  * Thread-safety: a sieve_device is used by one thread at a time (it owns a stream and
  * staging buffers); open one per worker. Everything else here is pure.
  *
+ * CPU device: searches run on the device's worker threads and call OpenBLAS single-threaded
+ * (openblas_set_num_threads(1), a process-wide OpenBLAS setting), so results never depend
+ * on BLAS threading. OpenBLAS picks its kernels from the CPU model at load time; on CPUs it
+ * does not recognise it falls back to slow generic ones, and OPENBLAS_CORETYPE (for example
+ * SkylakeX) in the environment selects better ones.
+ *
  * The exact top-k contract (see design.md): for each query, the result is the k rows of the
  * largest ranking key, best first, ties broken by the smaller row number, and equal to a
  * full sort of the keys this module computes. The ranking key is the float32 dot product
@@ -233,7 +239,8 @@ typedef struct sieve_search_params {
     uint32_t flags;
     /* Test and tuning hooks; 0 means "choose". Never change the answer. */
     uint32_t sample_rows;      /* rows in the strided sample (default max(16384, 8k), <= N) */
-    uint32_t candidate_capacity; /* per-query candidate buffer (default from k) */
+    uint32_t candidate_capacity; /* per-query candidate buffer (default from k); on the CPU
+                                    each worker thread has one of this size per query */
     int force_boundary;        /* nonzero: use forced_boundary as the proposed boundary */
     float forced_boundary;
 } sieve_search_params;
@@ -255,7 +262,7 @@ typedef struct sieve_search_stats {
 void sieve_search_stats_add(sieve_search_stats *a, const sieve_search_stats *b);
 
 /* Scratch bytes sieve_knn needs for this device, matrix shape, batch and parameters.
- * Errors: SIEVE_EINVAL. */
+ * Errors: SIEVE_EINVAL, SIEVE_ENOMEM (the size does not fit in size_t). */
 int sieve_knn_scratch_size(sieve_device *dev, const sieve_matrix *m, uint32_t n_queries,
                            const sieve_search_params *p, size_t *bytes);
 
@@ -271,7 +278,8 @@ int sieve_knn_scratch_size(sieve_device *dev, const sieve_matrix *m, uint32_t n_
  * stats: optional; overwritten.
  * Reported scores: the key for Dot and Cosine; the Euclidean distance for Euclid.
  * Errors: SIEVE_EINVAL (NULL pointers, k == 0, k > n_rows, bad dims/page size),
- * SIEVE_ENOSPC (scratch too small), SIEVE_ENOMEM, SIEVE_EDEVICE. */
+ * SIEVE_ENONFINITE (a query holds NaN or infinity), SIEVE_ENOSPC (scratch too small),
+ * SIEVE_ENOMEM, SIEVE_EDEVICE. */
 int sieve_knn(sieve_device *dev, const sieve_matrix *m, const float *queries,
               uint32_t n_queries, const sieve_search_params *p, void *scratch,
               size_t scratch_bytes, int64_t *out_rows, float *out_scores,
@@ -287,8 +295,11 @@ int sieve_knn_materialized(sieve_device *dev, const sieve_matrix *m, const float
                            sieve_search_stats *stats);
 
 /* Float64 reference on host memory (m's pointers must be host memory): keys accumulated
- * in double from the stored values, full sort, ties by row. out_keys gets the double keys
- * (not the reported scores), for near-tie tolerance checks. Single-threaded, slow.
+ * in double from the stored values (Cosine queries normalised in double, Euclid |x|^2
+ * recomputed in double, norm pages unused), full sort, ties by row. out_rows: n_queries x k,
+ * padded with -1 like sieve_knn. out_keys (optional) gets the double keys (not the reported
+ * scores; NaN padding), for near-tie tolerance checks; out_counts is optional.
+ * Single-threaded, slow.
  * Errors: SIEVE_EINVAL, SIEVE_ENOMEM. */
 int sieve_knn_reference(const sieve_matrix *m, const float *queries, uint32_t n_queries,
                         sieve_metric metric, uint32_t k, int64_t *out_rows,
