@@ -619,7 +619,7 @@ Test(resume, killed_at_random_moments_ends_with_exactly_the_input, .timeout = 60
         snprintf(dd, sizeof dd, "data%d", trial);
         snprintf(ck, sizeof ck, "ck%d", trial);
         int had = 0;
-        long delay = rand() % 120;
+        long delay = rand() % 40;
         int st = interrupt_ingest(P("big.fbin"), P(dd), P(ck), SIGKILL, delay, &had);
         cr_assert(st == 1000 + SIGKILL || st == 0, "killed ingest ended with %d", st);
         /* run the same command again until it completes */
