@@ -101,7 +101,7 @@ typedef struct ingest {
     sieve_ds_source_info info;
     uint32_t dim;
     uint64_t total, start;
-    int worker_reads;       /* every worker reads its own batches (dense input files only) */
+    int worker_reads; /* every worker reads its own batches (dense input files only) */
     sieve_store *st;
     sieve_client **clients; /* one per worker (HTTP) */
     int exact_vectors;      /* stored float32 equals the input (float32, not Cosine) */
@@ -249,8 +249,10 @@ static int send_direct(ingest *g, worker_ctx *w, slot *s, char *msg, size_t len)
         if (rc == SIEVE_ERANGE)
             hint = ": a value does not fit the collection's datatype, or a vector's squared "
                    "length overflows float32";
-        else if (rc == SIEVE_ETOOBIG) hint = ": a payload is larger than 16 MiB";
-        else if (rc == SIEVE_EPARSE || rc == SIEVE_EINVAL) hint = ": a payload is not a JSON object";
+        else if (rc == SIEVE_ETOOBIG)
+            hint = ": a payload is larger than 16 MiB";
+        else if (rc == SIEVE_EPARSE || rc == SIEVE_EINVAL)
+            hint = ": a payload is not a JSON object";
         snprintf(msg, len, "store write of rows %" PRIu64 "..%" PRIu64 " failed: %s (%s)%s",
                  s->row0, s->row0 + s->n - 1, sieve_strerror(rc), sieve_errname(rc), hint);
     }
@@ -305,8 +307,7 @@ static void make_ids(ingest *g, sieve_ds_id *ids, uint64_t row0, size_t n) {
 static int worker_read(ingest *g, worker_ctx *w, slot *s, char *msg, size_t len) {
     sieve_ds_error derr;
     sieve_ds_batch b;
-    if ((sieve_ds_source_tell(w->src) != s->row0 &&
-         sieve_ds_source_seek(w->src, s->row0, &derr)) ||
+    if ((sieve_ds_source_tell(w->src) != s->row0 && sieve_ds_source_seek(w->src, s->row0, &derr)) ||
         sieve_ds_source_read(w->src, s->n, &b, &derr)) {
         snprintf(msg, len, "%s", derr.msg);
         return -1;
@@ -340,8 +341,7 @@ static uint64_t finish_locked(ingest *g, slot *s, int rc, const char *msg) {
         /* advance the watermark over every leading finished batch */
         for (;;) {
             slot *w = &g->slots[g->wm_batch % g->nslots];
-            if (g->wm_batch >= g->filled || w->state != SLOT_DONE || w->batch != g->wm_batch)
-                break;
+            if (g->wm_batch >= g->filled || w->state != SLOT_DONE || w->batch != g->wm_batch) break;
             g->wm_row = w->row0 + w->n;
             w->state = SLOT_FREE;
             g->wm_batch++;
@@ -444,8 +444,10 @@ static int slot_fill(ingest *g, slot *s, const sieve_ds_batch *b) {
     s->row0 = b->first_row;
     memcpy(s->own_vecs, b->vectors, b->n * (size_t)g->dim * sizeof *s->own_vecs);
     s->vecs = s->own_vecs;
-    if (b->ids) memcpy(s->own_ids, b->ids, b->n * sizeof *s->own_ids);
-    else make_ids(g, s->own_ids, b->first_row, b->n);
+    if (b->ids)
+        memcpy(s->own_ids, b->ids, b->n * sizeof *s->own_ids);
+    else
+        make_ids(g, s->own_ids, b->first_row, b->n);
     s->ids = s->own_ids;
     s->pptr = NULL;
     s->plen = NULL;
@@ -515,8 +517,9 @@ static int read_into_slots(ingest *g, sieve_progress *bar) {
         int rc = sieve_ds_source_read(g->src, (size_t)want, &b, &derr);
         if (!rc && b.n == 0) {
             rc = SIEVE_ECORRUPT;
-            snprintf(derr.msg, sizeof derr.msg, "%s: ended at row %" PRIu64 "; expected %" PRIu64
-                     " rows", g->vectors_path, row, g->total);
+            snprintf(derr.msg, sizeof derr.msg,
+                     "%s: ended at row %" PRIu64 "; expected %" PRIu64 " rows", g->vectors_path,
+                     row, g->total);
         }
         double tc = now_s();
         if (!rc && slot_fill(g, s, &b)) {
@@ -569,8 +572,10 @@ static int run_pipeline(ingest *g, sieve_progress *bar) {
         worker_ctx *w = &wc[i];
         w->g = g;
         w->index = i;
-        if (g->direct) w->pts = calloc(g->batch, sizeof *w->pts);
-        else w->cids = calloc(g->batch, sizeof *w->cids);
+        if (g->direct)
+            w->pts = calloc(g->batch, sizeof *w->pts);
+        else
+            w->cids = calloc(g->batch, sizeof *w->cids);
         if (!w->pts && !w->cids) {
             status = cli_error(CLI_FAIL, CMD, "out of memory");
             goto out;
@@ -613,8 +618,10 @@ static int run_pipeline(ingest *g, sieve_progress *bar) {
     pthread_mutex_unlock(&g->mu);
     for (int i = 0; i < started; i++) pthread_join(th[i], NULL);
     sieve_progress_update(bar, g->start + g->acked);
-    if (g->failed) status = CLI_FAIL;
-    else if (interrupted || (stop_requested && g->wm_row < g->total)) status = CLI_INTERRUPTED;
+    if (g->failed)
+        status = CLI_FAIL;
+    else if (interrupted || (stop_requested && g->wm_row < g->total))
+        status = CLI_INTERRUPTED;
 out:
     if (wc)
         for (int i = 0; i < g->parallel; i++) {
@@ -747,7 +754,8 @@ static int setup_direct(ingest *g) {
     sieve_store_options_init(&so);
     /* start with a map that holds the input, so the writer never stops to grow it */
     uint64_t need = (g->total - 0) * ((uint64_t)g->dim * 4 + 64) / 4 * 5;
-    if (need > so.initial_map_bytes) so.initial_map_bytes = (need + (1u << 30) - 1) & ~(uint64_t)((1u << 30) - 1);
+    if (need > so.initial_map_bytes)
+        so.initial_map_bytes = (need + (1u << 30) - 1) & ~(uint64_t)((1u << 30) - 1);
     int rc = sieve_store_open(g->data_dir, &so, &g->st);
     if (rc == SIEVE_EBUSY)
         return cli_error(CLI_FAIL, CMD,
@@ -901,19 +909,19 @@ static void print_stats(ingest *g, double secs) {
     fprintf(stderr,
             "sieve ingest: stats: %.2f s wall; %s: %.2f s reading, %.2f s copying, %.2f s "
             "waiting for a free batch; %d workers: %.2f s sending in total (%.0f%% busy)\n",
-            secs, g->worker_reads ? "workers read their own rows" : "one reader thread",
-            g->t_read, g->t_copy, g->t_wait_slot, g->parallel, g->t_send,
+            secs, g->worker_reads ? "workers read their own rows" : "one reader thread", g->t_read,
+            g->t_copy, g->t_wait_slot, g->parallel, g->t_send,
             secs > 0 ? 100.0 * g->t_send / (secs * g->parallel) : 0.0);
     if (g->direct) {
         sieve_store_stats st;
         if (!sieve_store_get_stats(g->st, &st))
             fprintf(stderr,
-                    "sieve ingest: store: %" PRIu64 " writes in %" PRIu64 " commits (at most %" PRIu64
+                    "sieve ingest: store: %" PRIu64 " writes in %" PRIu64
+                    " commits (at most %" PRIu64
                     " per commit); writer %.2f s applying, %.2f s committing (write + sync); "
                     "map %.2f GiB, grown %" PRIu64 " times\n",
                     st.requests, st.commits, st.max_group, (double)st.apply_ns * 1e-9,
-                    (double)st.commit_ns * 1e-9, (double)st.map_bytes / (1u << 30),
-                    st.map_grows);
+                    (double)st.commit_ns * 1e-9, (double)st.map_bytes / (1u << 30), st.map_grows);
     } else {
         sieve_client_stats t, sum;
         memset(&sum, 0, sizeof sum);

@@ -83,8 +83,10 @@ static void apply_env(char *const env[]) {
         if (!eq) continue;
         char key[256];
         snprintf(key, sizeof key, "%.*s", (int)(eq - env[i]), env[i]);
-        if (eq[1]) setenv(key, eq + 1, 1);
-        else unsetenv(key);
+        if (eq[1])
+            setenv(key, eq + 1, 1);
+        else
+            unsetenv(key);
     }
 }
 

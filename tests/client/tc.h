@@ -24,9 +24,9 @@ const char *tc_sieve_bin(void);
 const char *tc_server_bin(void);
 
 typedef struct tc_out {
-    int status;    /* exit status, or 1000 + signal when killed */
-    char *out;     /* stdout (NUL-terminated) */
-    char *err;     /* stderr */
+    int status; /* exit status, or 1000 + signal when killed */
+    char *out;  /* stdout (NUL-terminated) */
+    char *err;  /* stderr */
 } tc_out;
 
 /* Runs argv (argv[0] is the program path; NULL-terminated) with stdin from stdin_text (NULL:
@@ -48,7 +48,7 @@ char *tc_read_file(const char *path, size_t *len);
 typedef struct tc_server {
     pid_t pid;
     int port;
-    char dir[256];   /* temporary directory holding data/ and server.log */
+    char dir[256]; /* temporary directory holding data/ and server.log */
     char url[64];
 } tc_server;
 

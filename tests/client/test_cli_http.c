@@ -84,8 +84,8 @@ static int sieve_in(tc_out *o, const char *in, ...) {
 }
 #define sieve(o, ...) sieve_in(o, NULL, __VA_ARGS__)
 
-#define ASSERT_OK(o)                                                                            \
-    cr_assert_eq((o).status, 0, "sieve exited with %d\nstdout: %s\nstderr: %s", (o).status,     \
+#define ASSERT_OK(o)                                                                               \
+    cr_assert_eq((o).status, 0, "sieve exited with %d\nstdout: %s\nstderr: %s", (o).status,        \
                  (o).out, (o).err)
 
 static void fill(float *v, size_t n, uint64_t seed) {
@@ -101,9 +101,9 @@ static void fill(float *v, size_t n, uint64_t seed) {
 static void write_fbin(const char *path, const float *v, size_t n, uint32_t dim) {
     sieve_ds_writer *w;
     sieve_ds_error err;
-    cr_assert_eq(sieve_ds_writer_open(path, SIEVE_DS_FORMAT_FBIN, SIEVE_DS_ELEM_AUTO, dim, 0, &w,
-                                      &err),
-                 0, "%s", err.msg);
+    cr_assert_eq(
+        sieve_ds_writer_open(path, SIEVE_DS_FORMAT_FBIN, SIEVE_DS_ELEM_AUTO, dim, 0, &w, &err), 0,
+        "%s", err.msg);
     cr_assert_eq(sieve_ds_writer_write_f32(w, v, n, &err), 0, "%s", err.msg);
     cr_assert_eq(sieve_ds_writer_close(w, &err), 0, "%s", err.msg);
 }
@@ -192,7 +192,8 @@ static void write_docs(void) {
     sieve_ds_writer *w;
     sieve_ds_error err;
     cr_assert_eq(sieve_ds_writer_open(P("ids.u64bin"), SIEVE_DS_FORMAT_U64BIN, SIEVE_DS_ELEM_AUTO,
-                                      1, 0, &w, &err), 0, "%s", err.msg);
+                                      1, 0, &w, &err),
+                 0, "%s", err.msg);
     cr_assert_eq(sieve_ds_writer_write_u64(w, g_ids, N, &err), 0);
     cr_assert_eq(sieve_ds_writer_close(w, &err), 0);
     cr_assert_eq(sieve_ds_tsv_save(P("c.tsv"), dids, tp, N, &err), 0, "%s", err.msg);
@@ -344,7 +345,8 @@ Test(http_cli, search_from_files_stdin_ids_with_filters_and_deletes) {
     ASSERT_OK(o);
     j = parse(o.out);
     cr_assert_eq(json_array_size(j), Q);
-    for (int k = 0; k < Q; k++) check_topk(json_array_get(j, (size_t)k), q + k * D, v, ids, NULL, N, D, 7);
+    for (int k = 0; k < Q; k++)
+        check_topk(json_array_get(j, (size_t)k), q + k * D, v, ids, NULL, N, D, 7);
     json_decref(j);
     tc_out_free(&o);
     char line[1024];
@@ -370,8 +372,8 @@ Test(http_cli, search_from_files_stdin_ids_with_filters_and_deletes) {
     /* table output names the columns */
     sieve(&o, "search", "-c", "docs", "--vector-file", P("q.fbin"), "--row", "0", "-k", "2", NULL);
     ASSERT_OK(o);
-    cr_assert(strstr(o.out, "rank") && strstr(o.out, "score") && strstr(o.out, "passage "),
-              "%s", o.out);
+    cr_assert(strstr(o.out, "rank") && strstr(o.out, "score") && strstr(o.out, "passage "), "%s",
+              o.out);
     tc_out_free(&o);
     /* filtered search returns only what matches */
     sieve(&o, "search", "-c", "docs", "--vector-file", P("q.fbin"), "--row", "0", "--filter",
@@ -488,8 +490,21 @@ Test(http_cli, ingest_over_http_killed_and_resumed) {
     snprintf(ck, sizeof ck, "%s", P("ck"));
     snprintf(out, sizeof out, "%s", P("run.out"));
     snprintf(err, sizeof err, "%s", P("run.err"));
-    char *argv[] = {(char *)tc_sieve_bin(), "ingest", big, "-c", "r", "--create", "--batch",
-                    "500", "--parallel", "4", "--checkpoint", ck, "--url", g_srv.url, NULL};
+    char *argv[] = {(char *)tc_sieve_bin(),
+                    "ingest",
+                    big,
+                    "-c",
+                    "r",
+                    "--create",
+                    "--batch",
+                    "500",
+                    "--parallel",
+                    "4",
+                    "--checkpoint",
+                    ck,
+                    "--url",
+                    g_srv.url,
+                    NULL};
     int resumed = 0;
     for (int attempt = 0; attempt < 3 && !resumed; attempt++) {
         pid_t pid = tc_spawn(argv, out, err);
@@ -576,8 +591,15 @@ Test(http_cli, data_dir_of_a_running_server_is_refused) {
     char data[300];
     snprintf(data, sizeof data, "%s/data", g_srv.dir);
     tc_out o;
-    char *argv[] = {(char *)tc_sieve_bin(), "ingest", (char *)P("v.fbin"), "-c", "x", "--create",
-                    "--data-dir", data, NULL};
+    char *argv[] = {(char *)tc_sieve_bin(),
+                    "ingest",
+                    (char *)P("v.fbin"),
+                    "-c",
+                    "x",
+                    "--create",
+                    "--data-dir",
+                    data,
+                    NULL};
     tc_run(argv, NULL, NULL, &o);
     cr_assert_eq(o.status, 1, "%s", o.err);
     cr_assert(strstr(o.err, "is held by another process (a running sieve-server?)"), "%s", o.err);
@@ -593,11 +615,11 @@ Test(http_cli, data_dir_of_a_running_server_is_refused) {
 
 /* Six points in collection "lib" (dim 4, Dot): ids 1..3 through the list form (payload
  * color blue, red, blue), 4, 5 and a UUID through the column form (5 is red). */
-static float lib_v[6][4] = {{1, 0, 0, 0}, {0, 1, 0, 0}, {0, 0, 1, 0}, {0.5f, 0.5f, 0, 0},
-                            {2, 0, 0, 0}, {0, 0, 0, 3}};
+static float lib_v[6][4] = {{1, 0, 0, 0},       {0, 1, 0, 0}, {0, 0, 1, 0},
+                            {0.5f, 0.5f, 0, 0}, {2, 0, 0, 0}, {0, 0, 0, 3}};
 
 static void lib_points(sieve_client *c, sieve_client_point pts[3], sieve_client_id bids[3]) {
-    float (*v)[4] = lib_v;
+    float(*v)[4] = lib_v;
     for (int i = 0; i < 3; i++) {
         pts[i].id = sieve_client_id_num((uint64_t)i + 1);
         pts[i].vector = v[i];
@@ -647,15 +669,17 @@ Test(http_lib, every_endpoint_with_codes_and_messages) {
     uint64_t n = 0;
     cr_assert_eq(sieve_client_count(c, "lib", NULL, &n), 0);
     cr_assert_eq(n, 6);
-    cr_assert_eq(sieve_client_count(c, "lib",
-                                    "{\"must\":[{\"key\":\"color\",\"match\":{\"value\":\"red\"}}]}",
-                                    &n), 0);
+    cr_assert_eq(
+        sieve_client_count(c, "lib",
+                           "{\"must\":[{\"key\":\"color\",\"match\":{\"value\":\"red\"}}]}", &n),
+        0);
     cr_assert_eq(n, 2);
     cr_assert_eq(sieve_client_count(c, "lib", "{\"must\":[{\"key\":\"color\",\"bogus\":1}]}", &n),
                  SIEVE_EINVAL);
 
     sieve_client_record rec;
-    cr_assert_eq(sieve_client_get_point(c, "lib", &bids[2], &rec), 0, "%s", sieve_client_message(c));
+    cr_assert_eq(sieve_client_get_point(c, "lib", &bids[2], &rec), 0, "%s",
+                 sieve_client_message(c));
     cr_assert(rec.id.is_uuid);
     cr_assert_eq(rec.dim, 4);
     cr_assert_eq(rec.vector[3], 3.0f);

@@ -63,10 +63,11 @@ static void check_f32(float x) {
 }
 
 Test(fmt_f32, special_values_and_boundaries) {
-    const float xs[] = {0.0f,        -0.0f,        1.0f,        -1.0f,   0.1f,   1e-5f,
-                        9.99999e-6f, 1e9f,         999999999.f, 1e10f,   123456789.f,
-                        FLT_MIN,     -FLT_MIN,     FLT_MAX,     -FLT_MAX, FLT_TRUE_MIN,
-                        3.4028235e38f, 1.17549421e-38f, 0.5f,   100.f,   1e-45f, 2e-45f};
+    const float xs[] = {
+        0.0f,        -0.0f,   1.0f,        -1.0f,        0.1f,          1e-5f,
+        9.99999e-6f, 1e9f,    999999999.f, 1e10f,        123456789.f,   FLT_MIN,
+        -FLT_MIN,    FLT_MAX, -FLT_MAX,    FLT_TRUE_MIN, 3.4028235e38f, 1.17549421e-38f,
+        0.5f,        100.f,   1e-45f,      2e-45f};
     for (size_t i = 0; i < sizeof xs / sizeof xs[0]; i++) check_f32(xs[i]);
     /* every power of ten in range and its neighbours */
     for (int e = -45; e <= 38; e++) {
@@ -159,18 +160,33 @@ Test(fmt_f32, vector_writer_and_nonfinite_scan) {
 /* ---------------------------------------------------------------- JSON checks */
 
 Test(json_check, objects_accepted_and_rejected) {
-    const char *good[] = {"{}", " {\"a\":1} ", "{\"a\":[1,2.5e-3,-0,true,false,null,{\"b\":\"\\u00e9\\n\"}]}",
+    const char *good[] = {"{}", " {\"a\":1} ",
+                          "{\"a\":[1,2.5e-3,-0,true,false,null,{\"b\":\"\\u00e9\\n\"}]}",
                           "{\"text\":\"tab\\tand \\\"quote\\\"\"}", "{\"a\":{\"b\":{\"c\":[]}}}"};
     for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
         char why[128] = "";
         int rc = sieve__cl_json_check_object(good[i], strlen(good[i]), why, sizeof why);
         cr_assert_eq(rc, 0, "rejected %s: %s", good[i], why);
     }
-    const char *bad[] = {"",         "[]",          "1",           "{",        "{\"a\"}",
-                         "{\"a\":}", "{\"a\":1,}",  "{\"a\":01}",  "{a:1}",    "{\"a\":1} x",
-                         "{\"a\":\"x", "{\"a\":tru}", "{\"a\":\"\\x\"}", "{\"a\":1}}",
-                         "{\"a\":1.}", "{\"a\":\"\\u12\"}", "{\"a\":[1 2]}",
-                         "{\"a\":\"line\nbreak\"}", "{\"a\":1},{\"b\":2}"};
+    const char *bad[] = {"",
+                         "[]",
+                         "1",
+                         "{",
+                         "{\"a\"}",
+                         "{\"a\":}",
+                         "{\"a\":1,}",
+                         "{\"a\":01}",
+                         "{a:1}",
+                         "{\"a\":1} x",
+                         "{\"a\":\"x",
+                         "{\"a\":tru}",
+                         "{\"a\":\"\\x\"}",
+                         "{\"a\":1}}",
+                         "{\"a\":1.}",
+                         "{\"a\":\"\\u12\"}",
+                         "{\"a\":[1 2]}",
+                         "{\"a\":\"line\nbreak\"}",
+                         "{\"a\":1},{\"b\":2}"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         char why[128] = "";
         int rc = sieve__cl_json_check_object(bad[i], strlen(bad[i]), why, sizeof why);
@@ -356,7 +372,8 @@ static void *stub_main(void *arg) {
             pthread_mutex_lock(&s->mu);
             const stub_reply *rep = &s->script[s->next < s->nscript ? s->next : s->nscript - 1];
             s->next++;
-            if (s->nreq < STUB_MAX_REQ) s->reqs[s->nreq++] = r;
+            if (s->nreq < STUB_MAX_REQ)
+                s->reqs[s->nreq++] = r;
             else {
                 free(r.head);
                 free(r.body);
@@ -503,12 +520,13 @@ Test(http, error_statuses_map_to_codes_with_the_server_message) {
     static const struct {
         int status;
         int code;
-    } cases[] = {{400, SIEVE_EINVAL}, {401, SIEVE_EAUTH},   {403, SIEVE_EAUTH},
+    } cases[] = {{400, SIEVE_EINVAL},    {401, SIEVE_EAUTH},  {403, SIEVE_EAUTH},
                  {404, SIEVE_ENOTFOUND}, {409, SIEVE_EEXIST}, {413, SIEVE_ETOOBIG},
                  {500, SIEVE_EINTERNAL}, {502, SIEVE_ENET}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        stub_reply script[1] = {{cases[i].status, NULL,
-                                 "{\"status\":{\"error\":\"vector: expected 3 values\"},\"time\":0}"}};
+        stub_reply script[1] = {
+            {cases[i].status, NULL,
+             "{\"status\":{\"error\":\"vector: expected 3 values\"},\"time\":0}"}};
         stub s;
         stub_start(&s, script, 1);
         sieve_client *c = stub_client(&s, 3, NULL);
@@ -635,7 +653,8 @@ Test(http, keep_alive_reuses_one_connection_and_sends_the_key) {
 
 Test(http, upsert_bodies_carry_exact_values) {
     const stub_reply script[] = {
-        {200, NULL, "{\"result\":{\"operation_id\":1,\"status\":\"completed\"},\"status\":\"ok\"}"}};
+        {200, NULL,
+         "{\"result\":{\"operation_id\":1,\"status\":\"completed\"},\"status\":\"ok\"}"}};
     stub s;
     stub_start(&s, script, 1);
     sieve_client *c = stub_client(&s, 0, NULL);
@@ -682,8 +701,8 @@ Test(http, upsert_bodies_carry_exact_values) {
     for (int i = 0; i < N; i++)
         for (int k = 0; k < D; k++) {
             float got = (float)json_number_value(json_array_get(json_array_get(jv, i), k));
-            cr_assert_eq(memcmp(&got, &v[i * D + k], 4), 0, "vector %d[%d]: sent %a, got %a", i,
-                         k, (double)v[i * D + k], (double)got);
+            cr_assert_eq(memcmp(&got, &v[i * D + k], 4), 0, "vector %d[%d]: sent %a, got %a", i, k,
+                         (double)v[i * D + k], (double)got);
         }
     cr_assert(json_is_null(json_array_get(jp, 1)));
     cr_assert_str_eq(json_string_value(json_object_get(json_array_get(jp, 2), "t")), "x\"y");
@@ -694,9 +713,12 @@ Test(http, upsert_bodies_carry_exact_values) {
     json_t *p = json_object_get(j, "points");
     cr_assert_eq(json_array_size(p), N);
     cr_assert_eq(json_integer_value(json_object_get(json_array_get(p, 0), "id")), 1);
-    cr_assert_eq(json_integer_value(json_object_get(json_object_get(json_array_get(p, 0), "payload"), "a")), 1);
+    cr_assert_eq(
+        json_integer_value(json_object_get(json_object_get(json_array_get(p, 0), "payload"), "a")),
+        1);
     cr_assert_null(json_object_get(json_array_get(p, 1), "payload"));
-    float got = (float)json_number_value(json_array_get(json_object_get(json_array_get(p, 2), "vector"), 4));
+    float got = (float)json_number_value(
+        json_array_get(json_object_get(json_array_get(p, 2), "vector"), 4));
     cr_assert_eq(memcmp(&got, &v[14], 4), 0);
     json_decref(j);
     sieve_client_close(c);
@@ -743,14 +765,16 @@ Test(http, bad_input_is_rejected_before_sending) {
 Test(http, search_replies_become_typed_records) {
     const stub_reply script[] = {
         {200, NULL,
-         "{\"result\":[{\"id\":42,\"version\":0,\"score\":0.75,\"payload\":{\"t\":\"a b\",\"n\":[1,2]},"
-         "\"vector\":[0.5,-1,2.25]},{\"id\":\"550e8400-e29b-41d4-a716-446655440000\",\"score\":-3e-2,"
+         "{\"result\":[{\"id\":42,\"version\":0,\"score\":0.75,\"payload\":{\"t\":\"a "
+         "b\",\"n\":[1,2]},"
+         "\"vector\":[0.5,-1,2.25]},{\"id\":\"550e8400-e29b-41d4-a716-446655440000\",\"score\":-3e-"
+         "2,"
          "\"payload\":null}],\"status\":\"ok\",\"time\":0.1}"},
-        {200, NULL,
-         "{\"result\":[[{\"id\":1,\"score\":1}],[]],\"status\":\"ok\",\"time\":0.1}"},
+        {200, NULL, "{\"result\":[[{\"id\":1,\"score\":1}],[]],\"status\":\"ok\",\"time\":0.1}"},
         {200, NULL, "{\"result\":{\"points\":[{\"id\":3,\"score\":2.5}]},\"status\":\"ok\"}"},
         {200, NULL,
-         "{\"result\":[{\"points\":[]},{\"points\":[{\"id\":4,\"score\":1},{\"id\":5,\"score\":0}]}],"
+         "{\"result\":[{\"points\":[]},{\"points\":[{\"id\":4,\"score\":1},{\"id\":5,\"score\":0}]}"
+         "],"
          "\"status\":\"ok\"}"},
         {200, NULL, "{\"result\":[{\"id\":\"not an id\"}],\"status\":\"ok\"}"}};
     stub s;
@@ -791,8 +815,10 @@ Test(http, search_replies_become_typed_records) {
     cr_assert_float_eq(json_number_value(json_object_get(j, "score_threshold")), 0.25, 0);
     cr_assert(json_is_true(json_object_get(j, "with_vector")));
     cr_assert_float_eq(json_number_value(json_array_get(json_object_get(j, "vector"), 2)), -2.0, 0);
-    cr_assert_str_eq(json_string_value(json_object_get(json_array_get(json_object_get(
-                         json_object_get(j, "filter"), "must"), 0), "key")), "t");
+    cr_assert_str_eq(
+        json_string_value(json_object_get(
+            json_array_get(json_object_get(json_object_get(j, "filter"), "must"), 0), "key")),
+        "t");
     json_decref(j);
 
     sieve_client_search_params qs[2] = {q, q};
@@ -838,9 +864,11 @@ Test(http, search_replies_become_typed_records) {
 
 Test(http, collection_calls_parse_their_replies) {
     const stub_reply script[] = {
-        {200, NULL, "{\"result\":{\"collections\":[{\"name\":\"a\"},{\"name\":\"b.c\"}]},\"status\":\"ok\"}"},
         {200, NULL,
-         "{\"result\":{\"status\":\"green\",\"points_count\":12,\"config\":{\"params\":{\"vectors\":"
+         "{\"result\":{\"collections\":[{\"name\":\"a\"},{\"name\":\"b.c\"}]},\"status\":\"ok\"}"},
+        {200, NULL,
+         "{\"result\":{\"status\":\"green\",\"points_count\":12,\"config\":{\"params\":{"
+         "\"vectors\":"
          "{\"size\":768,\"distance\":\"Cosine\"}}},\"sieve\":{\"datatype\":\"bfloat16\",\"rows\":"
          "15,\"pages\":1,\"rows_per_page\":256,\"generation\":9}},\"status\":\"ok\"}"},
         {200, NULL, "{\"result\":{\"exists\":false},\"status\":\"ok\"}"},

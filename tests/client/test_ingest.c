@@ -68,8 +68,8 @@ static int sieve(tc_out *o, ...) {
     return tc_run(argv, NULL, NULL, o);
 }
 
-#define ASSERT_RUN_OK(o)                                                                        \
-    cr_assert_eq((o).status, 0, "sieve exited with %d\nstdout: %s\nstderr: %s", (o).status,     \
+#define ASSERT_RUN_OK(o)                                                                           \
+    cr_assert_eq((o).status, 0, "sieve exited with %d\nstdout: %s\nstderr: %s", (o).status,        \
                  (o).out, (o).err)
 
 /* ---------------------------------------------------------------- data */
@@ -217,8 +217,8 @@ Test(ingest, bvecs_u64bin_ids_jsonl_payloads) {
     cr_assert_eq(sieve_ds_jsonl_writer_open(P("p.jsonl"), &w, &err), 0, "%s", err.msg);
     static char texts[N][96];
     for (int i = 0; i < N; i++) {
-        snprintf(texts[i], sizeof texts[i], "{\"i\":%d,\"s\":\"r\\u00e9sum\\u00e9 %d\",\"tags\":[1,\"x\"]}",
-                 i, i * i);
+        snprintf(texts[i], sizeof texts[i],
+                 "{\"i\":%d,\"s\":\"r\\u00e9sum\\u00e9 %d\",\"tags\":[1,\"x\"]}", i, i * i);
         cr_assert_eq(sieve_ds_jsonl_write(w, NULL, NULL, 0, i % 5 == 3 ? NULL : texts[i], &err), 0,
                      "%s", err.msg);
     }
@@ -423,8 +423,8 @@ Test(ingest, limit_small_batches_many_threads) {
 static void expect_failure(const char *file, const char *extra1, const char *extra2,
                            const char *const *needles) {
     tc_out o;
-    sieve(&o, "ingest", file, "--collection", "bad", "--create", "--data-dir", P("data"),
-          "--batch", "4", extra1, extra2, NULL);
+    sieve(&o, "ingest", file, "--collection", "bad", "--create", "--data-dir", P("data"), "--batch",
+          "4", extra1, extra2, NULL);
     cr_assert_eq(o.status, 1, "exit %d; stderr: %s", o.status, o.err);
     for (size_t i = 0; needles[i]; i++)
         cr_assert(strstr(o.err, needles[i]), "message lacks '%s': %s", needles[i], o.err);
@@ -482,10 +482,11 @@ Test(ingest_errors, nan_in_a_row) {
 }
 
 Test(ingest_errors, jsonl_bad_line) {
-    write_bytes(P("bad.jsonl"),
-                "{\"id\":1,\"vector\":[1,2]}\n{\"id\":2,\"vector\":[3,4]}\n{\"id\":3,\"vector\":[5,}\n",
-                strlen("{\"id\":1,\"vector\":[1,2]}\n{\"id\":2,\"vector\":[3,4]}\n"
-                       "{\"id\":3,\"vector\":[5,}\n"));
+    write_bytes(
+        P("bad.jsonl"),
+        "{\"id\":1,\"vector\":[1,2]}\n{\"id\":2,\"vector\":[3,4]}\n{\"id\":3,\"vector\":[5,}\n",
+        strlen("{\"id\":1,\"vector\":[1,2]}\n{\"id\":2,\"vector\":[3,4]}\n"
+               "{\"id\":3,\"vector\":[5,}\n"));
     const char *n[] = {"bad.jsonl:3", NULL};
     expect_failure(P("bad.jsonl"), NULL, NULL, n);
 }
@@ -561,7 +562,8 @@ Test(ingest_errors, data_dir_held_by_another_process) {
     cr_assert_eq(read(ready[0], &c, 1), 1);
     cr_assert_eq(c, 'o', "the holder could not open the store");
     tc_out o;
-    sieve(&o, "ingest", P("v.fbin"), "--collection", "x", "--create", "--data-dir", P("data"), NULL);
+    sieve(&o, "ingest", P("v.fbin"), "--collection", "x", "--create", "--data-dir", P("data"),
+          NULL);
     cr_assert_eq(o.status, 1, "exit %d: %s", o.status, o.err);
     cr_assert(strstr(o.err, "is held by another process (a running sieve-server?)"), "%s", o.err);
     cr_assert(strstr(o.err, "--url http://HOST:PORT"), "%s", o.err);
@@ -569,7 +571,8 @@ Test(ingest_errors, data_dir_held_by_another_process) {
     cr_assert_eq(write(release[1], "q", 1), 1);
     cr_assert_eq(tc_wait(pid), 0);
     /* once released the same command works */
-    sieve(&o, "ingest", P("v.fbin"), "--collection", "x", "--create", "--data-dir", P("data"), NULL);
+    sieve(&o, "ingest", P("v.fbin"), "--collection", "x", "--create", "--data-dir", P("data"),
+          NULL);
     ASSERT_RUN_OK(o);
     tc_out_free(&o);
     check_rows(P("data"), "x", v, 10, 3, 0);
@@ -587,9 +590,21 @@ static void sleep_ms(long ms) {
  * whether the checkpoint existed when the signal went. */
 static int interrupt_ingest(const char *file, const char *dd, const char *ckpt, int sig,
                             long delay_ms, int *had_ckpt) {
-    char *argv[] = {(char *)tc_sieve_bin(), "ingest", (char *)file, "--collection", "r",
-                    "--create", "--data-dir", (char *)dd, "--batch", "1000", "--parallel", "2",
-                    "--checkpoint", (char *)ckpt, NULL};
+    char *argv[] = {(char *)tc_sieve_bin(),
+                    "ingest",
+                    (char *)file,
+                    "--collection",
+                    "r",
+                    "--create",
+                    "--data-dir",
+                    (char *)dd,
+                    "--batch",
+                    "1000",
+                    "--parallel",
+                    "2",
+                    "--checkpoint",
+                    (char *)ckpt,
+                    NULL};
     pid_t pid = tc_spawn(argv, P("run.out"), P("run.err"));
     cr_assert_gt(pid, 0);
     *had_ckpt = 0;
@@ -624,14 +639,28 @@ Test(resume, killed_at_random_moments_ends_with_exactly_the_input, .timeout = 60
         cr_assert(st == 1000 + SIGKILL || st == 0, "killed ingest ended with %d", st);
         /* run the same command again until it completes */
         tc_out o;
-        char *argv[] = {(char *)tc_sieve_bin(), "ingest", (char *)P("big.fbin"), "--collection",
-                        "r", "--create", "--data-dir", (char *)P(dd), "--batch", "1000",
-                        "--parallel", "2", "--checkpoint", (char *)P(ck), NULL};
+        char *argv[] = {(char *)tc_sieve_bin(),
+                        "ingest",
+                        (char *)P("big.fbin"),
+                        "--collection",
+                        "r",
+                        "--create",
+                        "--data-dir",
+                        (char *)P(dd),
+                        "--batch",
+                        "1000",
+                        "--parallel",
+                        "2",
+                        "--checkpoint",
+                        (char *)P(ck),
+                        NULL};
         tc_run(argv, NULL, NULL, &o);
         ASSERT_RUN_OK(o);
         if (st != 0 && had) {
-            cr_assert(strstr(o.err, "resuming at row"), "killed after a checkpoint (delay %ld ms) "
-                      "but the second run did not resume: %s", delay, o.err);
+            cr_assert(strstr(o.err, "resuming at row"),
+                      "killed after a checkpoint (delay %ld ms) "
+                      "but the second run did not resume: %s",
+                      delay, o.err);
             resumed++;
         }
         cr_assert(strstr(o.out, "it now has 150,000 points"), "%s", o.out);
@@ -639,7 +668,8 @@ Test(resume, killed_at_random_moments_ends_with_exactly_the_input, .timeout = 60
         cr_assert_neq(access(P(ck), F_OK), 0, "checkpoint left after completion");
         check_rows(P(dd), "r", v, N, D, 0);
     }
-    cr_assert_geq(resumed, 1, "no trial was killed mid-way; the input is too small for this "
+    cr_assert_geq(resumed, 1,
+                  "no trial was killed mid-way; the input is too small for this "
                   "machine");
     free(v);
 }
@@ -671,17 +701,28 @@ Test(resume, sigint_stops_cleanly_and_says_how_to_continue, .timeout = 300) {
         float got[D];
         for (uint64_t r = 0; r < ck.done; r += 997) {
             sieve_point_id id = num_id(r);
-            cr_assert_eq(sieve_store_get(s, "r", &id, got, NULL), 0, "row %llu below the "
-                         "watermark is missing", (unsigned long long)r);
+            cr_assert_eq(sieve_store_get(s, "r", &id, got, NULL), 0,
+                         "row %llu below the "
+                         "watermark is missing",
+                         (unsigned long long)r);
             cr_assert_eq(memcmp(got, v + r * D, sizeof got), 0);
         }
         sieve_store_close(s);
     }
     free(err);
     tc_out o;
-    char *argv[] = {(char *)tc_sieve_bin(), "ingest", (char *)P("big.fbin"), "--collection", "r",
-                    "--data-dir", (char *)P("data"), "--batch", "1000", "--checkpoint",
-                    (char *)P("ck"), NULL};
+    char *argv[] = {(char *)tc_sieve_bin(),
+                    "ingest",
+                    (char *)P("big.fbin"),
+                    "--collection",
+                    "r",
+                    "--data-dir",
+                    (char *)P("data"),
+                    "--batch",
+                    "1000",
+                    "--checkpoint",
+                    (char *)P("ck"),
+                    NULL};
     tc_run(argv, NULL, NULL, &o);
     ASSERT_RUN_OK(o);
     if (st == 130) cr_assert(strstr(o.err, "resuming at row"), "%s", o.err);
@@ -713,9 +754,19 @@ Test(resume, checkpoint_of_a_dropped_collection_is_not_trusted, .timeout = 300) 
     cr_assert_eq(sieve_store_drop_collection(st, "r"), 0);
     sieve_store_close(st);
     tc_out o;
-    char *argv[] = {(char *)tc_sieve_bin(), "ingest", (char *)P("big.fbin"), "--collection", "r",
-                    "--create", "--data-dir", (char *)P("data"), "--batch", "5000",
-                    "--checkpoint", (char *)P("ck"), NULL};
+    char *argv[] = {(char *)tc_sieve_bin(),
+                    "ingest",
+                    (char *)P("big.fbin"),
+                    "--collection",
+                    "r",
+                    "--create",
+                    "--data-dir",
+                    (char *)P("data"),
+                    "--batch",
+                    "5000",
+                    "--checkpoint",
+                    (char *)P("ck"),
+                    NULL};
     tc_run(argv, NULL, NULL, &o);
     ASSERT_RUN_OK(o);
     cr_assert(strstr(o.err, "is missing or different in 'r'"), "%s", o.err);
@@ -737,9 +788,18 @@ Test(resume, changed_input_file_starts_over, .timeout = 300) {
     sleep_ms(20);
     write_dense(P("big.fbin"), SIEVE_DS_FORMAT_FBIN, SIEVE_DS_ELEM_AUTO, D, v, N);
     tc_out o;
-    char *argv[] = {(char *)tc_sieve_bin(), "ingest", (char *)P("big.fbin"), "--collection", "r",
-                    "--data-dir", (char *)P("data"), "--batch", "5000", "--checkpoint",
-                    (char *)P("ck"), NULL};
+    char *argv[] = {(char *)tc_sieve_bin(),
+                    "ingest",
+                    (char *)P("big.fbin"),
+                    "--collection",
+                    "r",
+                    "--data-dir",
+                    (char *)P("data"),
+                    "--batch",
+                    "5000",
+                    "--checkpoint",
+                    (char *)P("ck"),
+                    NULL};
     tc_run(argv, NULL, NULL, &o);
     ASSERT_RUN_OK(o);
     cr_assert(strstr(o.err, "belongs to another ingest"), "%s", o.err);
@@ -801,8 +861,10 @@ Test(checkpoint, torn_edited_or_foreign_files_are_rejected) {
     /* torn: every prefix must be rejected */
     for (size_t cut = 0; cut < len; cut += 7) {
         write_bytes(P("torn"), text, cut);
-        cr_assert_eq(cli_ckpt_load(P("torn"), &b, why, sizeof why), -1, "prefix of %zu bytes "
-                     "accepted", cut);
+        cr_assert_eq(cli_ckpt_load(P("torn"), &b, why, sizeof why), -1,
+                     "prefix of %zu bytes "
+                     "accepted",
+                     cut);
         cr_assert_eq(b.done, 0);
     }
     /* edited: a different watermark with the old checksum */
@@ -825,8 +887,8 @@ Test(checkpoint, torn_edited_or_foreign_files_are_rejected) {
 /* ---------------------------------------------------------------- the command line */
 
 Test(cli, help_on_every_command) {
-    const char *cmds[] = {"collection", "upsert", "get", "delete", "count",
-                          "search", "ingest", "health"};
+    const char *cmds[] = {"collection", "upsert", "get",    "delete",
+                          "count",      "search", "ingest", "health"};
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
         tc_out o;
         sieve(&o, cmds[i], "--help", NULL);
@@ -873,8 +935,8 @@ Test(cli, usage_errors_exit_2_with_a_hint) {
         tc_out o;
         tc_run(argv, NULL, NULL, &o);
         cr_assert_eq(o.status, 2, "case %zu exited %d: %s", i, o.status, o.err);
-        cr_assert(strstr(o.err, cases[i].needle), "case %zu: '%s' not in: %s", i,
-                  cases[i].needle, o.err);
+        cr_assert(strstr(o.err, cases[i].needle), "case %zu: '%s' not in: %s", i, cases[i].needle,
+                  o.err);
         cr_assert(strstr(o.err, "--help"), "case %zu gives no hint: %s", i, o.err);
         tc_out_free(&o);
     }
@@ -906,8 +968,8 @@ Test(cli, progress_bar_only_when_asked_or_on_a_terminal) {
     cr_assert_null(strchr(o.err, '\r'), "progress drawn into a pipe: %s", o.err);
     cr_assert_null(strstr(o.err, "ETA"), "%s", o.err);
     tc_out_free(&o);
-    sieve(&o, "ingest", P("v.fbin"), "-c", "p", "--data-dir", P("data"), "--progress",
-          "--batch", "100", NULL);
+    sieve(&o, "ingest", P("v.fbin"), "-c", "p", "--data-dir", P("data"), "--progress", "--batch",
+          "100", NULL);
     ASSERT_RUN_OK(o);
     cr_assert(strstr(o.err, "5,000/5,000 vectors"), "no final progress line: %s", o.err);
     tc_out_free(&o);
