@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -149,11 +150,19 @@ void tc_out_free(tc_out *o) {
     memset(o, 0, sizeof *o);
 }
 
-pid_t tc_spawn(char *const argv[], const char *out_path, const char *err_path) {
+/* Like tc_spawn; with die_with_parent the child gets SIGTERM when the test process ends, so
+ * a test that stops early (failed assertion, skip) never leaves a server behind. */
+static pid_t spawn(char *const argv[], const char *out_path, const char *err_path,
+                   int die_with_parent) {
     fflush(stdout);
     fflush(stderr);
+    pid_t parent = getpid();
     pid_t pid = fork();
     if (pid == 0) {
+        if (die_with_parent) {
+            prctl(PR_SET_PDEATHSIG, SIGTERM);
+            if (getppid() != parent) _exit(126);
+        }
         int fi = open("/dev/null", O_RDONLY);
         int fo = open(out_path, O_WRONLY | O_CREAT | O_APPEND, 0644);
         int fe = open(err_path, O_WRONLY | O_CREAT | O_APPEND, 0644);
@@ -165,6 +174,10 @@ pid_t tc_spawn(char *const argv[], const char *out_path, const char *err_path) {
         _exit(127);
     }
     return pid;
+}
+
+pid_t tc_spawn(char *const argv[], const char *out_path, const char *err_path) {
+    return spawn(argv, out_path, err_path, 0);
 }
 
 /* ---------------------------------------------------------------- server */
@@ -179,7 +192,7 @@ int tc_server_available(void) {
     char out[300], err[300];
     snprintf(out, sizeof out, "%s/out", dir);
     snprintf(err, sizeof err, "%s/err", dir);
-    pid_t pid = tc_spawn(argv, out, err);
+    pid_t pid = spawn(argv, out, err, 1);
     int st = -1;
     for (int i = 0; i < 40; i++) {
         int w;
@@ -233,7 +246,7 @@ int tc_server_start(tc_server *s, const char *const *extra) {
     argv[n++] = "cpu";
     for (size_t i = 0; extra && extra[i] && n < 38; i++) argv[n++] = (char *)extra[i];
     argv[n] = NULL;
-    s->pid = tc_spawn(argv, log, log);
+    s->pid = spawn(argv, log, log, 1);
     for (int i = 0; i < 600 && !s->port; i++) {
         int w;
         if (waitpid(s->pid, &w, WNOHANG) == s->pid) {
