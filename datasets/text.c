@@ -126,7 +126,9 @@ static int parse_vector(sieve_ds_jsonl *r, const json_t *v, uint64_t line, sieve
                                   "%s:%llu: \"vector\"[%zu] is %s; expected a number", path,
                                   (unsigned long long)line, i, json_type_name(x));
         double d = json_number_value(x);
-        if (fabs(d) > FLT_MAX && !(r->flags & SIEVE_DS_ALLOW_NONFINITE))
+        /* the float32 rounding decides: 9-digit FLT_MAX (3.40282347e+38) is a little above
+           FLT_MAX as a double but rounds to it */
+        if (isinf((float)d) && !(r->flags & SIEVE_DS_ALLOW_NONFINITE))
             return sieve__ds_fail(err, SIEVE_ERANGE,
                                   "%s:%llu: \"vector\"[%zu] is %g; expected a value within the "
                                   "float32 range (|x| <= 3.4e38)",

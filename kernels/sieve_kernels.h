@@ -92,6 +92,14 @@ typedef struct sieve_device_info {
     int multiprocessors;        /* 0 for the CPU */
 } sieve_device_info;
 
+/* For executables, first thing in main: when OpenBLAS did not recognise this CPU and fell
+ * back to its generic kernels (it picks them once, at load time), and OPENBLAS_CORETYPE is
+ * unset, sets OPENBLAS_CORETYPE to the newest core type the CPU supports (SkylakeX for
+ * AVX-512, Haswell for AVX2) and re-executes the program with the same arguments. Returns
+ * (doing nothing) when no fix-up applies or the re-exec fails. Results are the same with
+ * any OpenBLAS kernel: searches call it per tile and compare only within one process. */
+void sieve_cpu_blas_fixup(char **argv);
+
 /* Number of CUDA devices usable by this build (0 when built without CUDA or none visible). */
 int sieve_cuda_device_count(void);
 

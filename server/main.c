@@ -261,6 +261,7 @@ static int configure(sieve_server_config *c, int argc, char **argv) {
 }
 
 int main(int argc, char **argv) {
+    sieve_cpu_blas_fixup(argv);
     sieve_server *s = calloc(1, sizeof *s);
     if (!s) {
         fprintf(stderr, "sieve-server: out of memory\n");

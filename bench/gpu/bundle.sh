@@ -1,23 +1,35 @@
 #!/usr/bin/env bash
-# Builds sieve here (Release, CUDA for sm_90a + PTX) and bundles the binaries the GPU machine
-# runs, with the shared libraries they need that a bare CUDA image lacks, into .deps/gpu/
-# (ignored by git; name it in the device tool's carry list).
+# Builds sieve here (Release, CUDA for sm_90a + PTX) and bundles what the GPU machine runs
+# into .deps/gpu/ and the archive .deps/gpu.tar.xz (ignored by git; name the archive in the
+# device tool's carry list; bench/gpu/run.sh unpacks it):
+#   .deps/gpu/build/<dir>/<program>  the programs, in the build tree's layout (the server
+#                                    tests find sieve-server through SIEVE_BUILD_DIR)
+#   .deps/gpu/lib/                   shared libraries a bare CUDA image lacks
 # usage: bench/gpu/bundle.sh [build dir]
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 build="${1:-$root/build-gpu}"
 cd "$root"
+mkdir -p "$build"
 scripts/build.sh "$build" -DCMAKE_BUILD_TYPE=Release -DSIEVE_CUDA=ON >/dev/null
 out="$root/.deps/gpu"
 rm -rf "$out"
-mkdir -p "$out/bin" "$out/lib"
-bins=()
-for b in bench/sieve-bench tests/test_knn_cuda server/sieve-server client/sieve datasets/sieve-datagen tests/test_server; do
-  [ -x "$build/$b" ] && bins+=("$build/$b")
+mkdir -p "$out/build" "$out/lib"
+progs=(bench/sieve-bench bench/sieve-loadgen bench/sieve-bench-store server/sieve-server
+       client/sieve datasets/sieve-datagen tests/test_knn_cuda tests/test_devcache
+       tests/test_server)
+copied=()
+for p in "${progs[@]}"; do
+  if [ -x "$build/$p" ]; then
+    mkdir -p "$out/build/$(dirname "$p")"
+    cp "$build/$p" "$out/build/$p"
+    copied+=("$build/$p")
+  fi
 done
-cp "${bins[@]}" "$out/bin/"
-# every shared library except the C runtime and the C++ runtime the image has
-for b in "${bins[@]}"; do ldd "$b"; done | awk '/=> \//{print $3}' | sort -u |
+# every shared library except the C and C++ runtimes the image has
+for b in "${copied[@]}"; do ldd "$b"; done | awk '/=> \//{print $3}' | sort -u |
   grep -vE '/(libc|libm|libdl|libpthread|librt|libresolv|libnsl|libutil|libanl|ld-linux[^/]*|libstdc\+\+|libgcc_s)\.so' |
   while read -r lib; do cp -L "$lib" "$out/lib/"; done
-du -sh "$out"
+# the device tool carries at most 64 MiB: ship one xz archive (OpenBLAS alone is 36 MB)
+tar -C "$out" -cJf "$root/.deps/gpu.tar.xz" build lib
+du -sh "$out" "$root/.deps/gpu.tar.xz"

@@ -1,48 +1,97 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine (through the device tool) from the repository root, with the bundle
 # from bench/gpu/bundle.sh carried in .deps/gpu. Writes logs and JSON under $OUT (or ./out).
-# usage: bench/gpu/run.sh STAGE...   stages: info test sanitize bench torch ceilings msmarco
-# msmarco: bench/msmarco on the GPU (surrogate at MSMARCO_SCALE, default 1.0 = 8,841,823 rows,
-#   MSMARCO_QUERIES queries, default 1000; extra flags in MSMARCO_ARGS); generated data is kept
-#   in MSMARCO_WORK (default /tmp/sieve-msmarco, outside $OUT) for a second run on a warm machine;
-#   results (JSON, Markdown, PNG) land in $OUT/msmarco.
+# usage: bench/gpu/run.sh STAGE...
+#   info      GPU, driver, OS
+#   test      GPU kernel suite (both scan variants), device page cache suite
+#   server    the server black-box suite with the server on the GPU
+#   sanitize  compute-sanitizer memcheck and racecheck on small shapes
+#   bench     sieve-bench knn ($BENCH_ARGS), tiled and persistent scan variants
+#   torch     PyTorch matmul + topk baseline ($TORCH_ARGS)
+#   ceilings  copy bandwidth and GEMM rates
+#   e2e       sieve-server on the GPU, 1M x 768 float16, k=10, 1/8/64 clients (sieve-loadgen)
+#   msmarco   bench/msmarco: surrogate at MSMARCO_SCALE (default 1.0 = 8,841,823 rows), MSMARCO_QUERIES
+#             queries (default 1000), extra flags in MSMARCO_ARGS; generated data stays in
+#             MSMARCO_WORK (default /tmp/msmarco-bench, outside $OUT) for a second run on a warm
+#             machine; the report (JSON, Markdown, PNG) lands in $OUT/msmarco
 set -uo pipefail
 OUT="${OUT:-$PWD/out}"
 mkdir -p "$OUT"
-export LD_LIBRARY_PATH="$PWD/.deps/gpu/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+G="$PWD/.deps/gpu"
+if [ ! -x "$G/build/bench/sieve-bench" ] && [ -f "$PWD/.deps/gpu.tar.xz" ]; then
+  mkdir -p "$G" && tar -C "$G" -xJf "$PWD/.deps/gpu.tar.xz"
+fi
+export LD_LIBRARY_PATH="$G/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export PYTHONUNBUFFERED=1
-BIN="$PWD/.deps/gpu/bin"
+B="$G/build"
 BENCH_ARGS=${BENCH_ARGS:-"--dtype float16 --n 1m,5m --batch 1,16,64,128,1024 --k 10,128,1024,8192"}
 TORCH_ARGS=${TORCH_ARGS:-"--dtype float16 --n 1m,5m --batch 1,16,64,128,1024 --k 10,128,1024,8192"}
+E2E_N=${E2E_N:-1000000}
 status=0
 for stage in "$@"; do
   echo "=== stage $stage ($(date -u +%H:%M:%S))"
   case "$stage" in
     info)
       nvidia-smi --query-gpu=name,memory.total,clocks.sm,clocks.mem,driver_version --format=csv
-      cat /etc/os-release | head -2; ldd --version | head -1 ;;
+      head -2 /etc/os-release; nproc ;;
     test)
-      timeout "${TEST_TIMEOUT:-420}" "$BIN/test_knn_cuda" --jobs 4 --verbose=0 ${TEST_FILTER:+--filter "$TEST_FILTER"} 2>&1 | tee "$OUT/test_knn_cuda.log" | tail -40
+      timeout "${TEST_TIMEOUT:-300}" "$B/tests/test_knn_cuda" --jobs 4 --verbose=0 2>&1 |
+        tee "$OUT/test_knn_cuda.log" | grep -E "^\[(PASS|FAIL|SKIP|====)|FAIL|assert" | tail -12
+      [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+      SIEVE_CUDA_SCAN=persistent timeout "${TEST_TIMEOUT:-300}" "$B/tests/test_knn_cuda" --jobs 4 \
+        --verbose=0 2>&1 | tee "$OUT/test_knn_cuda_persistent.log" |
+        grep -E "^\[(PASS|FAIL|====)|assert" | tail -8
+      [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+      timeout 300 "$B/tests/test_devcache" --verbose=0 2>&1 | tee "$OUT/test_devcache.log" | tail -6
+      [ "${PIPESTATUS[0]}" -eq 0 ] || status=1 ;;
+    server)
+      SIEVE_BUILD_DIR="$B" SIEVE_TEST_DEVICE=cuda:0 timeout 400 "$B/tests/test_server" --jobs 4 \
+        --verbose=0 2>&1 | tee "$OUT/test_server_gpu.log" | grep -E "^\[(FAIL|====)|assert" | tail -12
       [ "${PIPESTATUS[0]}" -eq 0 ] || status=1 ;;
     sanitize)
       for tool in memcheck racecheck; do
-        compute-sanitizer --tool $tool --error-exitcode 3 "$BIN/sieve-bench" knn --n 70000 --dim 96 \
+        compute-sanitizer --tool $tool --error-exitcode 3 "$B/bench/sieve-bench" knn --n 70000 --dim 96 \
           --batch 1,70 --k 1,100 --repeat 1 --warmup 0 --mat-repeat 1 --dtype float16,float32 \
           --metric Euclid --rows-per-page 256 > "$OUT/sanitize_$tool.log" 2>&1
-        rc=$?; echo "compute-sanitizer $tool: exit $rc"; tail -3 "$OUT/sanitize_$tool.log"
+        rc=$?; echo "compute-sanitizer $tool: exit $rc"; tail -2 "$OUT/sanitize_$tool.log"
         [ $rc -eq 0 ] || status=1
       done ;;
     bench)
-      "$BIN/sieve-bench" knn $BENCH_ARGS --json "$OUT/knn.json" 2>&1 | tee "$OUT/bench.log"
-      [ "${PIPESTATUS[0]}" -eq 0 ] || status=1 ;;
+      for v in tiled persistent; do
+        SIEVE_CUDA_SCAN=$v "$B/bench/sieve-bench" knn $BENCH_ARGS --json "$OUT/knn_$v.json" > "$OUT/bench_$v.log" 2>&1 || status=1
+        echo "--- scan variant $v"; grep -vE "^#" "$OUT/bench_$v.log" | cut -c1-110
+      done ;;
     torch)
       python3 bench/torch_knn.py $TORCH_ARGS --json "$OUT/torch.json" > "$OUT/torch.log" 2>&1 || status=1
-      tail -n 40 "$OUT/torch.log" | cut -c1-200 ;;
+      tail -n 3 "$OUT/torch.log" | cut -c1-160 ;;
+    ceilings)
+      python3 bench/torch_knn.py --ceilings --n 1k --batch 1 --k 1 --json "$OUT/ceilings.json" 2>&1 | grep ceiling ;;
+    e2e)
+      data=$(mktemp -d /tmp/sieve-e2e.XXXXXX)
+      "$B/server/sieve-server" --port 6399 --data-dir "$data" --device cuda:0 --threads 16 \
+        --batch-max 256 > "$OUT/e2e_server.log" 2>&1 &
+      spid=$!
+      for i in $(seq 1 50); do
+        python3 -c "import urllib.request as u; u.urlopen('http://127.0.0.1:6399/readyz', timeout=1)" 2>/dev/null && break
+        sleep 0.2
+      done
+      t0=$(date +%s)
+      "$B/bench/sieve-loadgen" --url http://127.0.0.1:6399 --create "$E2E_N" --dim 768 \
+        --distance Dot --datatype float16 --upload-clients 12 --upload-batch 2000 --clients 1 \
+        --duration 2 --warmup 1 > "$OUT/e2e_create.log" 2>&1 || status=1
+      echo "created $E2E_N points over HTTP in $(( $(date +%s) - t0 )) s (including a 3 s probe)"
+      tail -4 "$OUT/e2e_create.log"
+      "$B/bench/sieve-loadgen" --url http://127.0.0.1:6399 --clients 1,8,64,128 --duration 10 \
+        --warmup 2 --limit 10 2>&1 | tee "$OUT/e2e_loadgen.log" | tail -8
+      [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+      python3 -c "import urllib.request as u; print(u.urlopen('http://127.0.0.1:6399/metrics').read().decode())" > "$OUT/e2e_metrics.txt"
+      grep -E "^sieve_(batch_size|kernel_seconds)_(sum|count)|device_memory" "$OUT/e2e_metrics.txt" | head
+      kill -TERM $spid; wait $spid; echo "server exit $?"
+      rm -rf "$data" ;;
     msmarco)
-      work="${MSMARCO_WORK:-/tmp/sieve-msmarco}"
-      rm -rf "$work/run"
-      # the server's data directory (13.6 GB at full scale, fp16) lives in $work/run: removed after
-      timeout "${MSMARCO_TIMEOUT:-560}" python3 bench/msmarco --bin "$BIN" --device cuda \
+      work="${MSMARCO_WORK:-/tmp/msmarco-bench}"
+      rm -rf "$work/run"  # the server's data directory (13.6 GB at full size) lives in $work/run
+      timeout "${MSMARCO_TIMEOUT:-560}" python3 bench/msmarco --bin "$B" --device cuda \
         --scale "${MSMARCO_SCALE:-1.0}" --num-queries "${MSMARCO_QUERIES:-1000}" \
         --data-cache "$work/data" --work "$work/run" --out "$OUT/msmarco" ${MSMARCO_ARGS:-} \
         > "$OUT/msmarco.log" 2>&1
@@ -51,8 +100,6 @@ for stage in "$@"; do
       grep -vE '^(brute force|check|faiss add|load [a-z0-9]+): ' "$OUT/msmarco.log" | tail -n 120 | cut -c1-240
       echo "bench/msmarco: exit $rc"
       [ $rc -eq 0 ] || status=1 ;;
-    ceilings)
-      python3 bench/torch_knn.py --ceilings --n 1k --batch 1 --k 1 --json "$OUT/ceilings.json" 2>&1 | grep ceiling ;;
     *) echo "unknown stage $stage"; status=2 ;;
   esac
 done

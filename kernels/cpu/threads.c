@@ -4,6 +4,8 @@
 #define _POSIX_C_SOURCE 200809L
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 #include <cblas.h>
 
@@ -48,4 +50,32 @@ void sieve__cpu_blas_single_thread(void) {
      * over tiles themselves, so every sgemm runs on its caller's thread and its result
      * cannot depend on how OpenBLAS would split it. */
     openblas_set_num_threads(1);
+}
+
+char *openblas_get_corename(void);
+
+void sieve_cpu_blas_fixup(char **argv) {
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (!argv || !argv[0] || getenv("OPENBLAS_CORETYPE")) return;
+    const char *core = openblas_get_corename();
+    /* OpenBLAS names its generic x86-64 fallbacks after old cores */
+    static const char *const generic[] = {"Prescott", "Core2", "Penryn", "Dunnington", "Nehalem",
+                                          "Atom", "Katmai", "Coppermine", "Northwood", "Banias"};
+    int fallback = 0;
+    for (size_t i = 0; core && i < sizeof generic / sizeof generic[0]; i++)
+        if (!strcmp(core, generic[i])) fallback = 1;
+    if (!fallback) return;
+    __builtin_cpu_init();
+    const char *want = NULL;
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+        __builtin_cpu_supports("avx512vl"))
+        want = "SkylakeX";
+    else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+        want = "Haswell";
+    if (!want || setenv("OPENBLAS_CORETYPE", want, 1)) return;
+    execv("/proc/self/exe", argv);
+    unsetenv("OPENBLAS_CORETYPE"); /* exec failed: carry on with the generic kernels */
+#else
+    (void)argv;
+#endif
 }

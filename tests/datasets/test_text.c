@@ -2,6 +2,7 @@
  * name the file and line. */
 #include "helpers.h"
 
+#include <float.h>
 #include <math.h>
 
 TestSuite(text, .init = tmp_setup, .fini = tmp_teardown);
@@ -34,7 +35,7 @@ Test(text, jsonl_round_trip_exact) {
     sieve_ds_error err = {0};
     const char *p = tpath("points.jsonl");
     const uint32_t d = 5;
-    float v[4][5] = {{0.1f, -1e-30f, 3.4e38f, 1.0f / 3.0f, -0.0f},
+    float v[4][5] = {{0.1f, -1e-30f, FLT_MAX, 1.0f / 3.0f, -FLT_MAX},
                      {1, 2, 3, 4, 5},
                      {1.17549435e-38f, 1e-45f, -2.5f, 7.0f, 65504.0f},
                      {0, 0, 0, 0, 0}};
