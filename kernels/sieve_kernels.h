@@ -20,6 +20,13 @@
  * full sort of the keys this module computes. The ranking key is the float32 dot product
  * for Dot and Cosine, and 2*q.x - |x|^2 for Euclid (larger is better, equivalent to the
  * smallest distance). Sampling and binning change how much work is done, never the answer.
+ *
+ * Precision: the CPU computes keys from float32 queries and the stored values (BLAS, float32
+ * accumulation). CUDA computes float32 storage the same way (FFMA, no TF32); for float16 and
+ * bfloat16 storage it rounds the query to the storage type for the tensor-core products
+ * (float32 accumulation), as FAISS's float16 GPU index does, so a CUDA key may differ from
+ * the CPU's by up to u * sum_d |q_d x_d| (twice that for Euclid), u = 2^-11 for float16 and
+ * 2^-8 for bfloat16: answers agree across devices up to near-ties within that bound.
  */
 #ifndef SIEVE_KERNELS_H
 #define SIEVE_KERNELS_H

@@ -398,9 +398,11 @@ static void run_group(worker *w, sieve_snapshot *snap, sieve__query **g, size_t 
         for (size_t i = 0; i < n; i++) query_fail(g[i], 500, msg);
     } else {
         sieve__metrics_batch(w->b->srv->metrics, (uint32_t)n, t1 - t0, &st);
+        sieve__metrics_phase(w->b->srv->metrics, SIEVE__PHASE_SEARCH, t1 - t0);
         for (size_t i = 0; i < n; i++)
             format_results(snap, g[i], metric, rows + i * k, scores + i * k,
                            counts[i] < k ? counts[i] : k, vecbuf);
+        sieve__metrics_phase(w->b->srv->metrics, SIEVE__PHASE_FORMAT, sieve__now_s() - t1);
     }
     free(queries);
     free(rows);
@@ -418,7 +420,9 @@ static uint32_t query_k(const sieve__query *q) { return q->offset + q->limit; }
 static void answer_batch(worker *w, const char *name, sieve__query **qs, size_t n) {
     sieve_server *s = w->b->srv;
     sieve_snapshot *snap = NULL;
+    double ts = sieve__now_s();
     int rc = sieve_snapshot_open(s->store, name, &snap);
+    sieve__metrics_phase(s->metrics, SIEVE__PHASE_SNAPSHOT, sieve__now_s() - ts);
     if (rc) {
         char msg[200];
         if (rc == SIEVE_ENOTFOUND)
@@ -469,23 +473,31 @@ out:
 
 static void *worker_main(void *arg) {
     worker *w = arg;
+    sieve__metrics *m = w->b->srv->metrics;
     char name[SIEVE_NAME_MAX + 1];
+    double last_info = 0;
     for (;;) {
+        double tw = sieve__now_s();
         size_t n = take_batch(w, name);
         if (!n) break;
         double t0 = sieve__now_s();
+        sieve__metrics_phase(m, SIEVE__PHASE_WAIT, t0 - tw);
         answer_batch(w, name, w->batch, n);
+        double ta = sieve__now_s();
         for (size_t i = 0; i < n; i++) query_done(w->batch[i]);
         double t1 = sieve__now_s();
+        sieve__metrics_phase(m, SIEVE__PHASE_RESUME, t1 - ta);
         pthread_mutex_lock(&w->b->mu);
         w->queue->last_done = t1;
         w->queue->last_cost = t1 - t0;
         w->queue->expect = n + w->queue->len;
         pthread_mutex_unlock(&w->b->mu);
-        if (w->is_cuda) {
+        /* device memory for /metrics at most every 0.5 s: querying it costs a driver call */
+        if (w->is_cuda && t1 - last_info > 0.5) {
             sieve_device_info info;
             if (sieve_device_get_info(w->dev, &info) == 0 && info.memory_total >= info.memory_free)
                 atomic_store(&w->mem_used, info.memory_total - info.memory_free);
+            last_info = t1;
         }
         sieve_devcache_stats cs;
         if (sieve_devcache_get_stats(w->dc, &cs) == 0) {
@@ -493,6 +505,7 @@ static void *worker_main(void *arg) {
             atomic_store(&w->pages_uploaded, cs.pages_uploaded);
             atomic_store(&w->streamed, cs.streamed_searches);
         }
+        sieve__metrics_phase(m, SIEVE__PHASE_BOOKKEEPING, sieve__now_s() - t1);
     }
     return NULL;
 }

@@ -32,6 +32,7 @@ struct sieve__metrics {
     uint64_t batch_sum, batch_n;
     uint64_t kern_hist[N_LAT + 1];
     double kern_sum;
+    double phase_sum[SIEVE__PHASE_COUNT]; /* batcher worker time by phase */
     uint64_t kern_n;
     sieve_search_stats search;
     uint64_t masks_built, masks_cached;
@@ -89,6 +90,13 @@ void sieve__metrics_batch(sieve__metrics *m, uint32_t queries, double kernel_s,
         m->kern_n++;
         sieve_search_stats_add(&m->search, st);
     }
+    pthread_mutex_unlock(&m->mu);
+}
+
+void sieve__metrics_phase(sieve__metrics *m, sieve__phase phase, double seconds) {
+    if ((unsigned)phase >= SIEVE__PHASE_COUNT) return;
+    pthread_mutex_lock(&m->mu);
+    m->phase_sum[phase] += seconds;
     pthread_mutex_unlock(&m->mu);
 }
 
@@ -175,6 +183,17 @@ void sieve__metrics_render(sieve_server *s, sieve__sbuf *o) {
     sieve__sbuf_puts(o, "# HELP sieve_kernel_seconds Wall time of each kernel call.\n"
                         "# TYPE sieve_kernel_seconds histogram\n");
     histogram(o, "sieve_kernel_seconds", "", lat_bounds, N_LAT, c->kern_hist, c->kern_sum);
+    {
+        static const char *const phase_names[SIEVE__PHASE_COUNT] = {
+            "wait", "snapshot", "search", "format", "resume", "bookkeeping"};
+        sieve__sbuf_puts(o, "# HELP sieve_batch_phase_seconds_total Batcher worker time by phase "
+                            "(wait: for queries and the batch window; search: the device page "
+                            "cache and kernel).\n"
+                            "# TYPE sieve_batch_phase_seconds_total counter\n");
+        for (int i = 0; i < SIEVE__PHASE_COUNT; i++)
+            sieve__sbuf_printf(o, "sieve_batch_phase_seconds_total{phase=\"%s\"} %.9g\n",
+                               phase_names[i], c->phase_sum[i]);
+    }
     sieve__sbuf_printf(o, "# HELP sieve_search_queries_total Queries answered by the kernel.\n"
                           "# TYPE sieve_search_queries_total counter\n"
                           "sieve_search_queries_total %llu\n",

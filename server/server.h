@@ -403,6 +403,18 @@ int sieve__metrics_create(sieve__metrics **out);
 void sieve__metrics_destroy(sieve__metrics *m);
 void sieve__metrics_request(sieve__metrics *m, sieve__route r, unsigned status,
                             double seconds);
+/* Phases of a batcher worker's loop, for sieve_batch_phase_seconds_total. */
+typedef enum sieve__phase {
+    SIEVE__PHASE_WAIT = 0,
+    SIEVE__PHASE_SNAPSHOT,
+    SIEVE__PHASE_SEARCH,
+    SIEVE__PHASE_FORMAT,
+    SIEVE__PHASE_RESUME,
+    SIEVE__PHASE_BOOKKEEPING,
+    SIEVE__PHASE_COUNT
+} sieve__phase;
+void sieve__metrics_phase(sieve__metrics *m, sieve__phase phase, double seconds);
+
 void sieve__metrics_batch(sieve__metrics *m, uint32_t queries, double kernel_s,
                           const sieve_search_stats *st);
 void sieve__metrics_filter(sieve__metrics *m, double seconds, int cached);

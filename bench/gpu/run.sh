@@ -3,10 +3,10 @@
 # from bench/gpu/bundle.sh carried in .deps/gpu. Writes logs and JSON under $OUT (or ./out).
 # usage: bench/gpu/run.sh STAGE...
 #   info      GPU, driver, OS
-#   test      GPU kernel suite (both scan variants), device page cache suite
+#   test      GPU kernel suite, device page cache suite
 #   server    the server black-box suite with the server on the GPU
 #   sanitize  compute-sanitizer memcheck and racecheck on small shapes
-#   bench     sieve-bench knn ($BENCH_ARGS), tiled and persistent scan variants
+#   bench     sieve-bench knn ($BENCH_ARGS)
 #   torch     PyTorch matmul + topk baseline ($TORCH_ARGS)
 #   ceilings  copy bandwidth and GEMM rates
 #   e2e       sieve-server on the GPU, 1M x 768 float16, k=10, 1/8/64 clients (sieve-loadgen)
@@ -38,10 +38,6 @@ for stage in "$@"; do
       timeout "${TEST_TIMEOUT:-300}" "$B/tests/test_knn_cuda" --jobs 4 --verbose=0 2>&1 |
         tee "$OUT/test_knn_cuda.log" | grep -E "^\[(PASS|FAIL|SKIP|====)|FAIL|assert" | tail -12
       [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
-      SIEVE_CUDA_SCAN=persistent timeout "${TEST_TIMEOUT:-300}" "$B/tests/test_knn_cuda" --jobs 4 \
-        --verbose=0 2>&1 | tee "$OUT/test_knn_cuda_persistent.log" |
-        grep -E "^\[(PASS|FAIL|====)|assert" | tail -8
-      [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
       timeout 300 "$B/tests/test_devcache" --verbose=0 2>&1 | tee "$OUT/test_devcache.log" | tail -6
       [ "${PIPESTATUS[0]}" -eq 0 ] || status=1 ;;
     server)
@@ -57,10 +53,8 @@ for stage in "$@"; do
         [ $rc -eq 0 ] || status=1
       done ;;
     bench)
-      for v in tiled persistent; do
-        SIEVE_CUDA_SCAN=$v "$B/bench/sieve-bench" knn $BENCH_ARGS --json "$OUT/knn_$v.json" > "$OUT/bench_$v.log" 2>&1 || status=1
-        echo "--- scan variant $v"; grep -vE "^#" "$OUT/bench_$v.log" | cut -c1-110
-      done ;;
+      "$B/bench/sieve-bench" knn $BENCH_ARGS --json "$OUT/knn.json" > "$OUT/bench.log" 2>&1 || status=1
+      grep -vE "^#" "$OUT/bench.log" | cut -c1-110 ;;
     torch)
       python3 bench/torch_knn.py $TORCH_ARGS --json "$OUT/torch.json" > "$OUT/torch.log" 2>&1 || status=1
       tail -n 3 "$OUT/torch.log" | cut -c1-160 ;;

@@ -12,8 +12,6 @@ struct sieve__cuda_ctx {
     int ordinal;
     cudaDeviceProp prop;
     cudaStream_t stream;
-    int scan_variant;   /* 0 tiled (one 128-row tile per CTA), 1 persistent; from the
-                           SIEVE_CUDA_SCAN environment variable at open, for tuning */
     /* workspace owned by the context, grown on demand (used when the caller passes no
      * scratch, and for pinned staging of queries and results) */
     void *work;

@@ -21,8 +21,6 @@ extern "C" int sieve__cuda_open(int ordinal, void **out) {
     sieve__cuda_ctx *c = (sieve__cuda_ctx *)calloc(1, sizeof *c);
     if (!c) return SIEVE_ENOMEM;
     c->ordinal = ordinal;
-    const char *variant = getenv("SIEVE_CUDA_SCAN");
-    c->scan_variant = variant && !strcmp(variant, "persistent") ? 1 : 0;
     if (cudaSetDevice(ordinal) != cudaSuccess ||
         cudaGetDeviceProperties(&c->prop, ordinal) != cudaSuccess ||
         cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking) != cudaSuccess) {

@@ -291,27 +291,6 @@ int launch_mma(cudaStream_t s, const ScanParams &p, uint32_t L, bool vec) {
     return 0;
 }
 
-/* Persistent launch: two CTAs per SM (or what fits), query tile fastest. */
-template <typename T, int BN, int WM, int WN, int ST, int MODE>
-int launch_persist(const sieve__cuda_ctx *c, cudaStream_t s, const ScanParams &p, uint32_t L) {
-    using Sm = MmaSmem<128, BN, ST>;
-    ScanParams q = p;
-    q.nqt = (p.nq + BN - 1) / BN;
-    auto kern = scan_mma_persist_kernel<T, BN, WM, WN, ST, MODE>;
-    SIEVE_CUDA_TRY(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)Sm::bytes));
-    int per_sm = 0;
-    SIEVE_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kern, WM * WN * 32, Sm::bytes));
-    if (per_sm < 1) per_sm = 1;
-    uint32_t tiles = (L + 127) / 128;
-    uint64_t groups = (uint64_t)c->prop.multiProcessorCount * per_sm / q.nqt;
-    if (groups < 1) groups = 1;
-    if (groups > tiles) groups = tiles;
-    if (groups * q.nqt > 0x7fffffffull) return SIEVE_EINVAL;
-    kern<<<(unsigned)(groups * q.nqt), WM * WN * 32, Sm::bytes, s>>>(q);
-    SIEVE_CUDA_LAUNCH_CHECK();
-    return 0;
-}
-
 template <int BN, int TN, int MODE>
 int launch_f32(cudaStream_t s, const ScanParams &p, uint32_t L, bool vec) {
     ScanParams q = p;
@@ -334,16 +313,12 @@ uint32_t tile_queries(sieve_dtype dt, uint32_t nq) {
 template <int MODE, typename T>
 int launch_scan_t(const sieve__cuda_ctx *c, cudaStream_t s, const ScanParams &p, uint32_t L,
                   bool vec) {
-    /* Tile shapes measured on the H200 (bench/RESULTS.md): 128-row tiles with two CTAs per
-       SM beat both a persistent resident-query variant (1 CTA/SM, 5M x B=64: 5.7 ms vs
-       3.3 ms) and 256 x 128 tiles at B=1024 (72 ms vs 45 ms). */
+    /* Tile shapes measured on the H200 (bench/KERNEL_NOTES.md): one 128-row tile per CTA,
+       two CTAs per SM, beat a persistent resident-query variant (5M x B=64: 5.7 vs 3.3 ms),
+       a persistent two-CTA variant (4.1 vs 3.3 ms) and 256 x 128 tiles at B=1024 (72 vs
+       45 ms). */
+    (void)c;
     uint32_t bn = tile_queries(SIEVE_DTYPE_F16, p.nq);
-    if (c->scan_variant == 1 && MODE != MODE_SAMPLE && vec && p.rpp % 128 == 0) {
-        if (bn == 16) return launch_persist<T, 16, 4, 1, 4, MODE>(c, s, p, L);
-        if (bn == 32) return launch_persist<T, 32, 4, 1, 4, MODE>(c, s, p, L);
-        if (bn == 64) return launch_persist<T, 64, 4, 2, 4, MODE>(c, s, p, L);
-        return launch_persist<T, 128, 2, 4, 3, MODE>(c, s, p, L);
-    }
     if (bn == 16) return launch_mma<T, 128, 16, 4, 1, 4, MODE>(s, p, L, vec);
     if (bn == 32) return launch_mma<T, 128, 32, 4, 1, 4, MODE>(s, p, L, vec);
     if (bn == 64) return launch_mma<T, 128, 64, 4, 2, 4, MODE>(s, p, L, vec);
