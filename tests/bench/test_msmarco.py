@@ -87,6 +87,24 @@ def checker_cases():
     check(any("not a stored id" in p for p in prob), "an unknown id is reported", prob, "not a stored id")
     h, st, sub, prob = c.check(0, good[:-1] + [good[0]], sc(ref))
     check(any("duplicate" in p for p in prob), "a repeated id is reported", prob, "duplicate ids")
+    # a row one float16 step below the k-th: outside the float32-accumulation band, inside the
+    # band of a searcher that rounds the query to float16 (CUDA's tensor-core path)
+    j = int(np.argmax(np.abs(Q[0])))
+    x16 = X[tenth].astype(np.float16)
+    x16[j] = np.nextafter(x16[j], np.float16(-np.inf) if Q[0, j] > 0 else np.float16(np.inf))
+    X[n - 2] = x16.astype(np.float32)
+    S = X.astype(np.float16).astype(np.float64) @ Q[0].astype(np.float64)
+    rows, keys = mod.brute_force(X, Q.astype(np.float64), k, "float16", "Dot", False, "test")
+    ref = [int(r) for r in rows[0]]
+    near = ref[:-1] + [n - 2]
+    c = mod.Checker(X, Q, rows, keys, k, "float16", "Dot", ids,
+                    lambda i: int(i) - 100 if 100 <= int(i) < n + 100 else None)
+    h, st, sub, prob = c.check(0, [ids(r) for r in near], sc(near))
+    check(n - 2 not in ref and h == k - 1 and any("not in the exact top" in p for p in prob),
+          "one float16 step below the k-th score fails the float32 band", (h, prob), "rejected")
+    h, st, sub, prob = c.check(0, [ids(r) for r in near], sc(near), query_rounding=True)
+    check((h, sub, prob) == (k, 1, []), "... and passes the band of a query-rounding searcher", (h, sub, prob),
+          (k, 1, []))
 
 
 def main():
