@@ -67,13 +67,14 @@ def main():
             return 0
         # time vs N at k=128 per batch (fp16)
         fig, ax = plt.subplots(figsize=(7, 4.5))
-        for b in sorted({r["batch"] for r in sv}):
+        for i, b in enumerate(sorted({r["batch"] for r in sv})):
+            color = f"C{i}"
             pts = sorted((r["n"], r["fused_ms"]) for r in sv if r["batch"] == b and r["k"] == 128 and r["dtype"] == "float16")
             if len(pts) > 1:
-                ax.plot([p[0] for p in pts], [p[1] for p in pts], "o-", label=f"sieve B={b}")
+                ax.plot([p[0] for p in pts], [p[1] for p in pts], "o-", color=color, label=f"sieve B={b}")
             tp = sorted((n, v) for (n, d, bb, k), v in tq.items() if bb == b and k == 128 and d == "float16" and v)
             if len(tp) > 1:
-                ax.plot([p[0] for p in tp], [p[1] for p in tp], "x--", alpha=0.6, label=f"torch B={b}")
+                ax.plot([p[0] for p in tp], [p[1] for p in tp], "x--", color=color, alpha=0.6, label=f"torch B={b}")
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlabel("stored vectors (N), d=768 float16")

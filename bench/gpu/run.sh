@@ -63,7 +63,7 @@ for stage in "$@"; do
     e2e)
       data=$(mktemp -d /tmp/sieve-e2e.XXXXXX)
       "$B/server/sieve-server" --port 6399 --data-dir "$data" --device cuda:0 --threads 16 \
-        --batch-max 256 > "$OUT/e2e_server.log" 2>&1 &
+        --batch-max 256 ${E2E_SERVER_ARGS:-} > "$OUT/e2e_server.log" 2>&1 &
       spid=$!
       for i in $(seq 1 50); do
         python3 -c "import urllib.request as u; u.urlopen('http://127.0.0.1:6399/readyz', timeout=1)" 2>/dev/null && break
