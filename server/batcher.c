@@ -199,13 +199,18 @@ static size_t take_batch(worker *w, char *name) {
          * rest: up to batch_wait_us plus 5% of the previous batch's cost, counted from the
          * later of its head's arrival and that batch's completion. A lone client never
          * waits (it expects 1), and the wait ends as soon as the expected count is there.
+         * A burst after a quiet spell is caught by the count of searches whose requests
+         * have arrived but are still being received or parsed.
          * Other workers may take the queue meanwhile; then we look again. */
         double now = sieve__now_s();
         double since = now - (cq->head->t_enqueue > cq->last_done ? cq->head->t_enqueue
                                                                     : cq->last_done);
         double window = cfg->batch_wait_us * 1e-6 + 0.05 * cq->last_cost;
         if (!cfg->batch_wait_us) window = 0;
-        size_t expect = cq->expect < cfg->batch_max ? cq->expect : cfg->batch_max;
+        /* ... and for searches already on their way: headers in, query not yet queued */
+        size_t incoming = (size_t)atomic_load(&b->srv->searches_incoming);
+        size_t expect = cq->expect > cq->len + incoming ? cq->expect : cq->len + incoming;
+        if (expect > cfg->batch_max) expect = cfg->batch_max;
         if (cq->len < expect && since < window && !b->stopping) {
             struct timespec ts;
             abs_deadline(&ts, window - since);

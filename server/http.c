@@ -217,9 +217,17 @@ static enum MHD_Result send_reply(sieve__req *req) {
     return ret;
 }
 
+/* Drops the request from the count of searches on their way to the batcher. */
+static void leave_incoming(sieve__req *req) {
+    if (!req->incoming) return;
+    req->incoming = 0;
+    atomic_fetch_sub(&req->srv->searches_incoming, 1);
+}
+
 /* Runs the route's handler on the complete body. */
 static void dispatch(sieve__req *req) {
     const route_def *rd = &routes[req->route];
+    leave_incoming(req); /* a search is queued (or refused) by the handler below */
     json_t *body = NULL;
     if (rd->raw) {
         if (!req->body.len) {
@@ -306,6 +314,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         *con_cls = req;
         on_headers(req, method, url);
         if (req->state == SIEVE_REQ_DONE) return send_reply(req);
+        if (req->route == SIEVE_R_SEARCH || req->route == SIEVE_R_SEARCH_BATCH ||
+            req->route == SIEVE_R_QUERY || req->route == SIEVE_R_QUERY_BATCH) {
+            req->incoming = 1;
+            atomic_fetch_add(&s->searches_incoming, 1);
+        }
         return MHD_YES;
     }
     if (req->state == SIEVE_REQ_BODY) {
@@ -366,6 +379,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                    req->name, req->status, dt * 1e3,
                    toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? "" : " (connection closed)");
     }
+    leave_incoming(req);
     sieve__req_release_body(req);
     free(req->resp);
     free(req->point_id);

@@ -131,6 +131,9 @@ typedef struct sieve_server {
     unsigned bound_port;
     atomic_int ready;            /* 1 while serving; 0 during startup and shutdown */
     atomic_long in_flight;       /* requests between first callback and completion */
+    atomic_long searches_incoming; /* search requests whose headers arrived but whose queries
+                                      are not queued yet (body in transit or being parsed): the
+                                      batcher waits, within its window, for them to join */
     atomic_long suspended;       /* connections waiting for the batcher */
     atomic_ullong body_bytes;    /* request body bytes held in memory, all requests */
     atomic_ullong next_op_id;    /* operation_id of write replies */
@@ -204,6 +207,7 @@ typedef struct sieve__req {
     size_t resp_len;
     const char *resp_type;         /* static content type */
     int close_after;               /* send Connection: close */
+    int incoming;                  /* counted in srv->searches_incoming */
     sieve__search_job *job;        /* a search waiting for the batcher (owned) */
     int suspended;                 /* set by sieve__req_suspend; read by the pool thread only */
 } sieve__req;
