@@ -454,8 +454,9 @@ static int run_knn(int argc, char **argv) {
     printf("# floor = max(stored bytes / %.0f GB/s, 2*B*N*dim / dtype rate); times are whole\n"
            "# sieve_knn calls (query upload, sample, scan, select, result download)\n",
            o.bw_gbs);
-    printf("%-9s %-8s %5s %6s %10s %10s %9s %7s %10s %8s %s\n", "N", "dtype", "B", "k",
-           "fused_ms", "mat_ms", "floor_ms", "%floor", "admit/q", "exact", "paths(c/u/o/f/d)");
+    printf("%-9s %-8s %5s %6s %10s %10s %9s %7s %10s %8s %-16s %s\n", "N", "dtype", "B", "k",
+           "fused_ms", "mat_ms", "floor_ms", "%floor", "admit/q", "exact", "paths(c/u/o/f/d)",
+           "sample/scan/select_ms");
     int failures = 0;
     for (int di = 0; di < o.n_dtypes; di++) {
         sieve_dtype dt = o.dtypes[di];
@@ -569,12 +570,13 @@ static int run_knn(int argc, char **argv) {
                     double floor_ms = fmax(bytes / (o.bw_gbs * 1e9), flops / (tflops_for(&o, dt) * 1e12)) * 1e3;
                     if (info.kind == SIEVE_DEVICE_CPU) floor_ms = NAN;
                     printf("%-9llu %-8s %5u %6u %10.3f %10.3f %9.3f %6.0f%% %10.0f %8s "
-                           "%llu/%llu/%llu/%llu/%llu\n",
+                           "%llu/%llu/%llu/%llu/%llu %.3f/%.3f/%.3f\n",
                            (unsigned long long)n, sieve_dtype_name(dt), B, k, fused, mat, floor_ms,
                            100.0 * floor_ms / fused, (double)st.candidates_admitted / B, exact,
                            (unsigned long long)st.path_count[0], (unsigned long long)st.path_count[1],
                            (unsigned long long)st.path_count[2], (unsigned long long)st.path_count[3],
-                           (unsigned long long)st.path_count[4]);
+                           (unsigned long long)st.path_count[4], st.ms_sample, st.ms_scan,
+                           st.ms_select);
                     fflush(stdout);
                     char jf[32], jm[32], jl[32];
                     if (js)

@@ -7,6 +7,7 @@
 #   server    the server black-box suite with the server on the GPU
 #   sanitize  compute-sanitizer memcheck and racecheck on small shapes
 #   bench     sieve-bench knn ($BENCH_ARGS)
+#   variants  sieve-bench knn for each scan variant in $VARIANTS ($VARIANT_ARGS), timing only
 #   torch     PyTorch matmul + topk baseline ($TORCH_ARGS)
 #   ceilings  copy bandwidth and GEMM rates
 #   e2e       sieve-server on the GPU, 1M x 768 float16, k=10, 1/8/64 clients (sieve-loadgen)
@@ -54,7 +55,13 @@ for stage in "$@"; do
       done ;;
     bench)
       "$B/bench/sieve-bench" knn $BENCH_ARGS --json "$OUT/knn.json" > "$OUT/bench.log" 2>&1 || status=1
-      grep -vE "^#" "$OUT/bench.log" | cut -c1-110 ;;
+      grep -vE "^#" "$OUT/bench.log" | cut -c1-150 ;;
+    variants)
+      for v in ${VARIANTS:-mma wg64x128 wg128x128s3 wg128x128}; do
+        SIEVE_CUDA_SCAN=$v "$B/bench/sieve-bench" knn ${VARIANT_ARGS:---n 5m --batch 1,64,128,1024 --k 128 --repeat 10 --no-materialized} \
+          --json "$OUT/variants.json" > "$OUT/variant_$v.log" 2>&1 || status=1
+        echo "--- $v"; grep -vE "^#" "$OUT/variant_$v.log" | cut -c1-150
+      done ;;
     torch)
       python3 bench/torch_knn.py $TORCH_ARGS --json "$OUT/torch.json" > "$OUT/torch.log" 2>&1 || status=1
       tail -n 3 "$OUT/torch.log" | cut -c1-160 ;;

@@ -310,14 +310,57 @@ uint32_t tile_queries(sieve_dtype dt, uint32_t nq) {
     return nq <= 16 ? 16 : nq <= 32 ? 32 : nq <= 64 ? 64 : 128;
 }
 
+template <typename T, int BQ, int BR, int ST, int MODE>
+int launch_wg(const sieve__cuda_ctx *c, cudaStream_t s, const ScanParams &p, uint32_t L) {
+    using Sm = WgSmem<BQ, BR, ST>;
+    ScanParams q = p;
+    q.nqt = (p.nq + BQ - 1) / BQ;
+    uint64_t tiles = (uint64_t)((L + BR - 1) / BR) * q.nqt;
+    if (tiles == 0) return 0;
+    auto kern = scan_wgmma_kernel<T, BQ, BR, ST, MODE>;
+    SIEVE_CUDA_TRY(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                        (int)Sm::bytes));
+    /* persistent: as many CTAs as fit on the GPU at once, each walking its tiles */
+    int per_sm = 0;
+    SIEVE_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kern, 256, Sm::bytes));
+    if (per_sm < 1) per_sm = 1;
+    uint64_t grid = (uint64_t)per_sm * (uint64_t)c->prop.multiProcessorCount;
+    if (grid > tiles) grid = tiles;
+    kern<<<(unsigned)grid, 256, Sm::bytes, s>>>(q);
+    SIEVE_CUDA_LAUNCH_CHECK();
+    return 0;
+}
+
+/* The scan variant for a search: "mma" (mma.sync, any sm_80+ GPU, any row alignment) or one
+ * of the wgmma tiles (sm_90 only, 16-byte rows). SIEVE_CUDA_SCAN overrides the choice for
+ * benchmarks and tests ("mma", "wg64x128", "wg128x128s3", "wg128x128"); every mode of one search uses the same variant, so keys stay bit-identical
+ * between the fused path and the materialized oracle. */
+enum ScanVariant { SV_MMA, SV_WG64x128, SV_WG128x128S3, SV_WG128x128 };
+
+ScanVariant scan_variant(const sieve__cuda_ctx *c, uint32_t nq, bool vec) {
+    bool hopper = c && c->prop.major == 9 && c->prop.minor == 0;
+    if (!hopper || !vec) return SV_MMA;
+    const char *e = getenv("SIEVE_CUDA_SCAN");
+    if (e && *e) {
+        if (!strcmp(e, "mma")) return SV_MMA;
+        if (!strcmp(e, "wg64x128")) return nq <= 64 ? SV_WG64x128 : SV_WG128x128;
+        if (!strcmp(e, "wg128x128s3")) return SV_WG128x128S3;
+        if (!strcmp(e, "wg128x128")) return SV_WG128x128;
+    }
+    return nq <= 64 ? SV_WG64x128 : SV_WG128x128S3;
+}
+
 template <int MODE, typename T>
 int launch_scan_t(const sieve__cuda_ctx *c, cudaStream_t s, const ScanParams &p, uint32_t L,
                   bool vec) {
-    /* Tile shapes measured on the H200 (bench/KERNEL_NOTES.md): one 128-row tile per CTA,
-       two CTAs per SM, beat a persistent resident-query variant (5M x B=64: 5.7 vs 3.3 ms),
-       a persistent two-CTA variant (4.1 vs 3.3 ms) and 256 x 128 tiles at B=1024 (72 vs
-       45 ms). */
-    (void)c;
+    switch (scan_variant(c, p.nq, vec)) {
+    case SV_WG64x128: return launch_wg<T, 64, 128, 4, MODE>(c, s, p, L);
+    case SV_WG128x128S3: return launch_wg<T, 128, 128, 3, MODE>(c, s, p, L);
+    case SV_WG128x128: return launch_wg<T, 128, 128, 4, MODE>(c, s, p, L);
+    case SV_MMA: break;
+    }
+    /* mma.sync tiles measured on the H200 (bench/KERNEL_NOTES.md): one 128-row tile per
+       CTA, two CTAs per SM, beat persistent variants and 256 x 128 tiles. */
     uint32_t bn = tile_queries(SIEVE_DTYPE_F16, p.nq);
     if (bn == 16) return launch_mma<T, 128, 16, 4, 1, 4, MODE>(s, p, L, vec);
     if (bn == 32) return launch_mma<T, 128, 32, 4, 1, 4, MODE>(s, p, L, vec);

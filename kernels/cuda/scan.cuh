@@ -19,6 +19,8 @@
 #include <cuda_fp16.h>
 #include <stdint.h>
 
+#include "wgmma.cuh"
+
 namespace sieve_cuda {
 
 constexpr int NBINS = 256;          /* histogram bins per query */
@@ -318,6 +320,218 @@ scan_mma_kernel(ScanParams p) {
                 emit<MODE>(p, row0 + rl, rowid[rl], q0 + ql, acc[mt][nt][e], rnorm[rl], elig[rl],
                            MODE == MODE_GATE ? thr_s[ql] : 0.f);
             }
+}
+
+/* ------------------------------------------------------------------ Hopper wgmma main loop */
+
+/* Shared-memory matrix descriptor of a K-major tile stored with the 128-byte swizzle: rows of
+ * 64 elements (128 bytes), 16-byte chunk c of row r at chunk position c ^ (r % 8), 8-row
+ * groups 1024 bytes apart, the tile 1024-byte aligned. Advancing along K by 16 elements
+ * adds 32 bytes to the start address. */
+__device__ inline uint64_t sw128_desc(const void *smem) {
+    uint32_t a = (uint32_t)__cvta_generic_to_shared(smem);
+    uint64_t d = (uint64_t)((a & 0x3ffffu) >> 4);
+    d |= (uint64_t)(16u >> 4) << 16;   /* leading byte offset (unused with this swizzle) */
+    d |= (uint64_t)(1024u >> 4) << 32; /* stride byte offset: one 8-row group */
+    d |= 1ull << 62;                   /* 128-byte swizzle */
+    return d;
+}
+__device__ inline void wgmma_fence() {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+#endif
+}
+__device__ inline void wgmma_commit() {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+#endif
+}
+template <int N>
+__device__ inline void wgmma_wait() {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+#endif
+}
+/* Makes this thread's completed cp.async writes visible to the async proxy (wgmma). */
+__device__ inline void fence_proxy_async_smem() {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+#endif
+}
+
+template <int BQ, int BR, int STAGES>
+struct WgSmem {
+    static constexpr int KC = 64; /* elements per K chunk: one 128-byte swizzle row */
+    static constexpr size_t stage_bytes = (size_t)(BQ + BR) * KC * 2;
+    static constexpr size_t bytes = STAGES * stage_bytes + 1024; /* + alignment slack */
+    /* two CTAs per SM when their shared memory fits (then at most 128 registers a thread) */
+    static constexpr int min_blocks = bytes <= 110 * 1024 ? 2 : 1;
+};
+
+/* Persistent CTAs over tiles of BQ queries (64 or 128) x BR rows, two warpgroups each.
+ * With BQ = 128 each warpgroup owns 64 queries and all BR rows (wgmma N = BR); with BQ = 64
+ * both own the 64 queries and half the rows each (N = BR / 2). Queries are the wgmma A
+ * operand (M = 64), rows the B operand, both K-major in 128-byte-swizzled shared memory.
+ *
+ * Pipeline: the CTA walks its tiles (t = blockIdx.x + i * gridDim.x; consecutive t share a
+ * row tile, so the query tiles of one row tile run at the same time and the rows come from
+ * L2 after the first read) as one flat sequence of 64-wide K chunks. cp.async keeps
+ * STAGES - 2 chunks in flight, across tile boundaries, so the next tile's rows load while
+ * this tile finishes and runs its epilogue; one wgmma group stays in flight. Each thread
+ * loads fixed rows and one 16-byte column of every chunk and caches its row pointers per
+ * tile. The row table the epilogue needs (row id, eligibility, norm) is built while the
+ * tile's first chunk computes.
+ *
+ * Per element, the float32 accumulation runs over K in 16-wide steps in index order, in
+ * every mode and tile shape (the GPU tests check that keys are bit-identical across
+ * variants). Rows must be 16-byte aligned with dim % 8 == 0 (the launcher checks). */
+template <typename T, int BQ, int BR, int STAGES, int MODE>
+__global__ void __launch_bounds__(256, (WgSmem<BQ, BR, STAGES>::min_blocks))
+scan_wgmma_kernel(ScanParams p) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    using S = WgSmem<BQ, BR, STAGES>;
+    constexpr int KC = S::KC;
+    constexpr int WN = BQ == 128 ? BR : BR / 2; /* wgmma N */
+    constexpr int NACC = WN / 2;
+    constexpr int RJ = BR / 32, QJ = BQ / 32; /* rows, queries each thread loads per chunk */
+    static_assert(BQ == 64 || BQ == 128, "query tile");
+    static_assert(STAGES >= 3, "pipeline depth");
+
+    extern __shared__ unsigned char smem_raw[];
+    uint32_t sbase = (uint32_t)__cvta_generic_to_shared(smem_raw);
+    unsigned char *sm = smem_raw + ((1024u - (sbase & 1023u)) & 1023u);
+    T *Qs = (T *)sm;                                  /* [STAGES][BQ][64] */
+    T *Rs = (T *)(sm + (size_t)STAGES * BQ * KC * 2); /* [STAGES][BR][64] */
+    __shared__ const T *rowptr[BR];
+    __shared__ uint32_t rowid[BR];
+    __shared__ unsigned char elig[BR];
+    __shared__ float rnorm[BR];
+
+    const uint32_t L = MODE == MODE_SAMPLE ? p.s_count : p.n_rows;
+    const uint32_t nrt = (L + BR - 1) / BR;
+    const uint64_t ntiles = (uint64_t)nrt * p.nqt;
+    if (blockIdx.x >= ntiles) return;
+    const uint32_t my_tiles = (uint32_t)((ntiles - 1 - blockIdx.x) / gridDim.x + 1);
+    const int KT = p.dpad / KC;
+    const uint32_t total = my_tiles * (uint32_t)KT;
+
+    /* ---- loads: the cursor (tile li_tile, chunk lk) runs STAGES - 2 chunks ahead */
+    const int lc = threadIdx.x & 7; /* this thread's 16-byte column */
+    const int lr = threadIdx.x >> 3; /* and first row (then every 32nd) */
+    const T *rptr[RJ];
+    const T *qptr[QJ];
+    auto enter_tile = [&](uint32_t i) {
+        const uint64_t t = blockIdx.x + (uint64_t)i * gridDim.x;
+        const uint32_t row0 = (uint32_t)(t / p.nqt) * BR;
+        const uint32_t q0 = (uint32_t)(t % p.nqt) * BQ;
+#pragma unroll
+        for (int j = 0; j < RJ; j++) {
+            uint32_t li = row0 + lr + 32 * j;
+            const T *ptr = nullptr;
+            if (li < L) {
+                uint32_t r = MODE == MODE_SAMPLE ? p.s_offset + li * p.s_stride : li;
+                ptr = (const T *)p.pages[r / p.rpp] + (size_t)(r % p.rpp) * p.dim;
+            }
+            rptr[j] = ptr;
+        }
+#pragma unroll
+        for (int j = 0; j < QJ; j++)
+            qptr[j] = (const T *)p.q + (size_t)(q0 + lr + 32 * j) * p.dpad;
+    };
+    auto load_chunk = [&](uint32_t c) {
+        const int kt = (int)(c % (uint32_t)KT);
+        if (kt == 0) enter_tile(c / (uint32_t)KT);
+        const int st = (int)(c % STAGES);
+        const int k0 = kt * KC + lc * 8;
+        T *qs = Qs + (size_t)st * BQ * KC;
+        T *rs = Rs + (size_t)st * BR * KC;
+        const bool kin = k0 < (int)p.dim;
+#pragma unroll
+        for (int j = 0; j < RJ; j++) {
+            int r = lr + 32 * j;
+            bool ok = rptr[j] && kin;
+            cp_async16(rs + r * KC + ((lc ^ (r & 7)) << 3), ok ? (const void *)(rptr[j] + k0) : p.q,
+                       ok ? 16 : 0);
+        }
+#pragma unroll
+        for (int j = 0; j < QJ; j++) {
+            int r = lr + 32 * j;
+            cp_async16(qs + r * KC + ((lc ^ (r & 7)) << 3), qptr[j] + k0, 16);
+        }
+    };
+
+    const int wg = threadIdx.x / 128;
+    const int qo = BQ == 128 ? wg * 64 : 0;      /* this warpgroup's first query */
+    const int ro = BQ == 128 ? 0 : wg * (BR / 2); /* and first row */
+    const int lane = threadIdx.x % 32, wq = (threadIdx.x % 128) / 32;
+    const int g = lane / 4, tq = lane % 4;
+
+    float acc[NACC];
+#pragma unroll
+    for (int i = 0; i < NACC; i++) acc[i] = 0.f;
+
+#pragma unroll
+    for (int s = 0; s < STAGES - 2; s++) {
+        if ((uint32_t)s < total) load_chunk((uint32_t)s);
+        cp_async_commit();
+    }
+    for (uint32_t i = 0; i < my_tiles; i++) {
+        const uint64_t t = blockIdx.x + (uint64_t)i * gridDim.x;
+        const uint32_t row0 = (uint32_t)(t / p.nqt) * BR;
+        const uint32_t q0 = (uint32_t)(t % p.nqt) * BQ;
+        for (int kt = 0; kt < KT; kt++) {
+            const uint32_t c = i * (uint32_t)KT + (uint32_t)kt;
+            /* chunk c landed (at most STAGES - 3 younger groups pending), visible to wgmma */
+            cp_async_wait<STAGES - 3>();
+            fence_proxy_async_smem();
+            __syncthreads();
+            /* the slot of chunk c - 2 is free: every warpgroup waited for its wgmma group */
+            if (c + STAGES - 2 < total) load_chunk(c + STAGES - 2);
+            cp_async_commit();
+            const T *qs = Qs + (size_t)(c % STAGES) * BQ * KC + (size_t)qo * KC;
+            const T *rs = Rs + (size_t)(c % STAGES) * BR * KC + (size_t)ro * KC;
+            wgmma_fence();
+#pragma unroll
+            for (int kk = 0; kk < KC; kk += 16)
+                WgmmaOp<T, WN>::run(acc, sw128_desc(qs + kk), sw128_desc(rs + kk));
+            wgmma_commit();
+            if (kt == 0) /* the epilogue's row table, while the tensor cores work */
+                load_rows<T, BR, MODE>(p, row0, rowptr, rowid, elig, rnorm);
+            wgmma_wait<1>();
+        }
+        wgmma_wait<0>();
+        __syncthreads(); /* the row table is complete */
+
+        /* accumulator 4n + 2h + j: query qo + 16 wq + g + 8h, row ro + 8n + 2 tq + j */
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            const int ql = qo + wq * 16 + g + 8 * h;
+            if (q0 + ql >= p.nq) continue;
+            const float thr =
+                MODE == MODE_GATE ? float_of_ord(__ldcg(p.thr + slot_of(p, q0 + ql))) : 0.f;
+#pragma unroll
+            for (int n = 0; n < WN / 8; n++)
+#pragma unroll
+                for (int j = 0; j < 2; j++) {
+                    const int rl = ro + n * 8 + 2 * tq + j;
+                    const float dot = acc[n * 4 + h * 2 + j];
+                    if (MODE == MODE_GATE) {
+                        /* most keys fail the gate: test before touching the row table */
+                        float key = p.metric == 2 ? 2.0f * dot - rnorm[rl] : dot;
+                        if (!(key >= thr)) continue;
+                    }
+                    if (!rowptr[rl]) continue;
+                    emit<MODE>(p, row0 + rl, rowid[rl], q0 + ql, dot, rnorm[rl], elig[rl], thr);
+                }
+        }
+#pragma unroll
+        for (int e = 0; e < NACC; e++) acc[e] = 0.f;
+    }
+    cp_async_wait<0>();
+#else
+    (void)p;
+    __trap();
+#endif
 }
 
 /* ------------------------------------------------------------------ exact float32 loop */

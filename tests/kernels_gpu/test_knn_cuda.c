@@ -1,6 +1,7 @@
 /* test_knn_cuda.c: the CUDA fused search against its own materialized full sort (bit-exact)
  * and against the float64 CPU reference (up to stated near-ties), on random and adversarial
  * data. Skips, saying so, where no CUDA device is visible. */
+#define _POSIX_C_SOURCE 200809L
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
@@ -273,6 +274,92 @@ Test(knn_cuda, large_batches_and_k, .timeout = 1800) {
     run_case(&g);
     gcase h = {SIEVE_DTYPE_F16, SIEVE_METRIC_DOT, SIEVE_PATTERN_NORMAL, 5000000, 768, 1024, 16, 8192, 0, 0, 0};
     run_case(&h);
+}
+
+/* Every scan variant of the CUDA backend (SIEVE_CUDA_SCAN; on GPUs without wgmma each name
+ * falls back to mma.sync): fused == its own materialized sort, and agreement with the float64
+ * reference, for batches that use the 64-query and the 128-query tiles (two tiles, the second
+ * partial) and row counts that are not a multiple of any row tile. Criterion runs each test
+ * in its own process, so setting the variable here does not leak into other tests. */
+static const char *const VARIANTS[] = {"mma", "wg64x128", "wg128x128s3", "wg128x128"};
+
+Test(knn_cuda, every_scan_variant_against_reference, .timeout = 1800) {
+    SKIP_WITHOUT_GPU();
+    for (size_t v = 0; v < sizeof VARIANTS / sizeof *VARIANTS; v++) {
+        cr_assert_eq(setenv("SIEVE_CUDA_SCAN", VARIANTS[v], 1), 0);
+        cr_log_info("scan variant %s", VARIANTS[v]);
+        const uint32_t bs[] = {1, 64, 200};
+        for (int bi = 0; bi < 3; bi++) {
+            gcase a = {SIEVE_DTYPE_F16, SIEVE_METRIC_DOT, SIEVE_PATTERN_NORMAL, 5003, 768, 256, bs[bi], 10, 0, 0, 1};
+            run_case(&a);
+            gcase b = {SIEVE_DTYPE_BF16, SIEVE_METRIC_EUCLID, SIEVE_PATTERN_DUPS, 3001, 96, 128, bs[bi], 32, 1, 0, 1};
+            run_case(&b);
+            gcase c = {SIEVE_DTYPE_F16, SIEVE_METRIC_COSINE, SIEVE_PATTERN_TIES, 1000, 136, 128, bs[bi], 1000, 0, 0, 1};
+            run_case(&c);
+        }
+    }
+    cr_assert_eq(unsetenv("SIEVE_CUDA_SCAN"), 0);
+}
+
+/* Runs one fused search with the given variant; returns the scores (caller frees). */
+static float *scores_with(const char *variant, const sieve_matrix *m, const float *q, uint32_t B,
+                          uint32_t k, sieve_device *gpu) {
+    cr_assert_eq(setenv("SIEVE_CUDA_SCAN", variant, 1), 0);
+    sieve_search_params p;
+    sieve_search_params_init(&p, SIEVE_METRIC_DOT, k);
+    int64_t *rows = malloc((size_t)B * k * 8);
+    float *sc = malloc((size_t)B * k * 4);
+    uint32_t *cnt = malloc(B * 4);
+    cr_assert(rows && sc && cnt);
+    int rc = sieve_knn(gpu, m, q, B, &p, NULL, 0, rows, sc, cnt, NULL, NULL);
+    cr_assert_eq(rc, 0, "%s: %s", variant, sieve_strerror(rc));
+    free(rows);
+    free(cnt);
+    return sc;
+}
+
+/* The tensor-core variants compute each key with the same float32 accumulation over K in
+ * 16-wide steps: a query's keys must not depend on the variant (hence not on the batch it
+ * was grouped into by the server). */
+Test(knn_cuda, scan_variants_give_identical_keys, .timeout = 900) {
+    SKIP_WITHOUT_GPU();
+    sieve_device *gpu = NULL, *cpu = NULL;
+    cr_assert_eq(sieve_device_open("cuda:0", &gpu), 0);
+    cr_assert_eq(sieve_device_open("cpu", &cpu), 0);
+    const uint64_t n = 20011;
+    const uint32_t dim = 768, B = 130, k = 50;
+    sieve_dtype dts[] = {SIEVE_DTYPE_F16, SIEVE_DTYPE_BF16};
+    for (int d = 0; d < 2; d++) {
+        sieve_dev_matrix *dm = NULL;
+        cr_assert_eq(sieve_dev_matrix_create(gpu, dts[d], n, dim, 256, &dm), 0);
+        cr_assert_eq(sieve_device_fill_rows(gpu, sieve_dev_matrix_rows(dm), dts[d], n, dim,
+                                            SIEVE_PATTERN_NORMAL, 3), 0);
+        cr_assert_eq(sieve_dev_matrix_update_norms(dm), 0);
+        float *q = malloc((size_t)B * dim * 4);
+        cr_assert_not_null(q);
+        sieve_device_fill_normal(cpu, q, SIEVE_DTYPE_F32, (size_t)B * dim, 5, 1.0f);
+        const sieve_matrix *m = sieve_dev_matrix_view(dm);
+        float *ref = scores_with("mma", m, q, B, k, gpu);
+        for (size_t v = 1; v < sizeof VARIANTS / sizeof *VARIANTS; v++) {
+            float *sc = scores_with(VARIANTS[v], m, q, B, k, gpu);
+            for (size_t i = 0; i < (size_t)B * k; i++)
+                cr_assert_eq(memcmp(&sc[i], &ref[i], 4), 0, "%s %s: key %zu %.9g vs mma %.9g",
+                             sieve_dtype_name(dts[d]), VARIANTS[v], i, sc[i], ref[i]);
+            free(sc);
+        }
+        /* and a query's keys do not depend on the batch it is in: query 0 alone */
+        float *one = scores_with("wg64x128", m, q, 1, k, gpu);
+        for (uint32_t i = 0; i < k; i++)
+            cr_assert_eq(memcmp(&one[i], &ref[i], 4), 0, "batch of one: key %u %.9g vs %.9g", i,
+                         one[i], ref[i]);
+        free(one);
+        free(ref);
+        free(q);
+        sieve_dev_matrix_destroy(dm);
+    }
+    cr_assert_eq(unsetenv("SIEVE_CUDA_SCAN"), 0);
+    sieve_device_close(gpu);
+    sieve_device_close(cpu);
 }
 
 Test(knn_cuda, skips_cleanly_without_gpu) {
