@@ -8,6 +8,8 @@
 #   sanitize  compute-sanitizer memcheck and racecheck on small shapes
 #   bench     sieve-bench knn ($BENCH_ARGS)
 #   variants  sieve-bench knn for each scan variant in $VARIANTS ($VARIANT_ARGS), timing only
+#   profile   Nsight Compute sections of one scan launch per $PROFILE_SHAPES entry (B:variant), and
+#             SM clock / power while the B=64 scan runs for a few seconds
 #   torch     PyTorch matmul + topk baseline ($TORCH_ARGS)
 #   ceilings  copy bandwidth and GEMM rates
 #   e2e       sieve-server on the GPU, 1M x 768 float16, k=10, 1/8/64 clients (sieve-loadgen)
@@ -57,11 +59,26 @@ for stage in "$@"; do
       "$B/bench/sieve-bench" knn $BENCH_ARGS --json "$OUT/knn.json" > "$OUT/bench.log" 2>&1 || status=1
       grep -vE "^#" "$OUT/bench.log" | cut -c1-150 ;;
     variants)
-      for v in ${VARIANTS:-mma wg64x128 wg128x128s3 wg128x128}; do
+      for v in ${VARIANTS:-mma wg64x128 wg128x128s3 ws64x128 ws128x128 ws128x256 wsq64x128}; do
         SIEVE_CUDA_SCAN=$v "$B/bench/sieve-bench" knn ${VARIANT_ARGS:---n 5m --batch 1,64,128,1024 --k 128 --repeat 10 --no-materialized} \
           --json "$OUT/variants.json" > "$OUT/variant_$v.log" 2>&1 || status=1
         echo "--- $v"; grep -vE "^#" "$OUT/variant_$v.log" | cut -c1-150
       done ;;
+    profile)
+      NCU=$(command -v ncu || ls /usr/local/cuda*/bin/ncu 2>/dev/null | head -1)
+      echo "ncu: ${NCU:-none}"
+      for sh in ${PROFILE_SHAPES:-64:wg64x128 1024:wg128x128s3}; do
+        b=${sh%%:*}; v=${sh##*:}
+        [ -n "$NCU" ] && SIEVE_CUDA_SCAN=$v timeout 200 "$NCU" --kernel-name regex:scan_ --launch-skip 5 --launch-count 1 --clock-control none \
+          --section SpeedOfLight --section WarpStateStats --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis \
+          "$B/bench/sieve-bench" knn --n 5m --batch "$b" --k 128 --repeat 3 --warmup 1 --no-materialized \
+          > "$OUT/ncu_${b}_$v.txt" 2>&1
+        echo "--- ncu B=$b $v"; grep -E "Duration|SM Frequency|DRAM Throughput|L2 Cache Throughput|Compute \(SM\) Thr|Memory Throughput|Stall|Issued Warp|Executed Ipc|Tensor|L1/TEX Hit|L2 Hit|Mem Busy|Max Bandwidth|Registers|Achieved Occ" "$OUT/ncu_${b}_$v.txt" | head -40
+      done
+      SIEVE_CUDA_SCAN=wg64x128 "$B/bench/sieve-bench" knn --n 5m --batch 64 --k 128 --repeat 1500 --warmup 1 --no-materialized > /dev/null 2>&1 &
+      bp=$!; sleep 2
+      nvidia-smi --query-gpu=clocks.sm,clocks.mem,power.draw,temperature.gpu --format=csv -lms 250 -c 8 2>&1 | tail -9
+      kill $bp 2>/dev/null; wait $bp 2>/dev/null ;;
     torch)
       python3 bench/torch_knn.py $TORCH_ARGS --json "$OUT/torch.json" > "$OUT/torch.log" 2>&1 || status=1
       tail -n 3 "$OUT/torch.log" | cut -c1-160 ;;

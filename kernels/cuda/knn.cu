@@ -331,13 +331,36 @@ int launch_wg(const sieve__cuda_ctx *c, cudaStream_t s, const ScanParams &p, uin
     return 0;
 }
 
+template <typename T, int BQ, int BR, int ST, int MODE, bool QRES = false>
+int launch_ws(const sieve__cuda_ctx *c, cudaStream_t s, const ScanParams &p, uint32_t L) {
+    using Sm = WsSmem<BQ, BR, ST, QRES>;
+    ScanParams q = p;
+    q.nqt = (p.nq + BQ - 1) / BQ;
+    uint64_t tiles = (uint64_t)((L + BR - 1) / BR) * q.nqt;
+    if (tiles == 0) return 0;
+    if (QRES && (q.nqt != 1 || p.dpad > 64u * Sm::QRES_KT)) return SIEVE_EINVAL;
+    auto kern = scan_ws_kernel<T, BQ, BR, ST, MODE, QRES>;
+    SIEVE_CUDA_TRY(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                        (int)Sm::bytes));
+    uint64_t grid = (uint64_t)c->prop.multiProcessorCount; /* one persistent CTA per SM */
+    if (grid > tiles) grid = tiles;
+    kern<<<(unsigned)grid, 384, Sm::bytes, s>>>(q);
+    SIEVE_CUDA_LAUNCH_CHECK();
+    return 0;
+}
+
 /* The scan variant for a search: "mma" (mma.sync, any sm_80+ GPU, any row alignment) or one
  * of the wgmma tiles (sm_90 only, 16-byte rows). SIEVE_CUDA_SCAN overrides the choice for
- * benchmarks and tests ("mma", "wg64x128", "wg128x128s3", "wg128x128"); every mode of one search uses the same variant, so keys stay bit-identical
+ * benchmarks and tests ("mma", "wg64x128", "wg128x128s3", "wg128x128", and
+ * the warp-specialised "ws64x128", "ws64x256", "ws128x128", "ws128x256", "wsq64x128" (queries
+ * resident in shared memory when they fit)); every mode of one search uses the same variant, so keys stay bit-identical
  * between the fused path and the materialized oracle. */
-enum ScanVariant { SV_MMA, SV_WG64x128, SV_WG128x128S3, SV_WG128x128 };
+enum ScanVariant {
+    SV_MMA, SV_WG64x128, SV_WG128x128S3, SV_WG128x128,
+    SV_WS64x128, SV_WS64x256, SV_WS128x128, SV_WS128x256, SV_WSQ64x128
+};
 
-ScanVariant scan_variant(const sieve__cuda_ctx *c, uint32_t nq, bool vec) {
+ScanVariant scan_variant(const sieve__cuda_ctx *c, uint32_t nq, uint32_t dpad, bool vec) {
     bool hopper = c && c->prop.major == 9 && c->prop.minor == 0;
     if (!hopper || !vec) return SV_MMA;
     const char *e = getenv("SIEVE_CUDA_SCAN");
@@ -346,6 +369,12 @@ ScanVariant scan_variant(const sieve__cuda_ctx *c, uint32_t nq, bool vec) {
         if (!strcmp(e, "wg64x128")) return nq <= 64 ? SV_WG64x128 : SV_WG128x128;
         if (!strcmp(e, "wg128x128s3")) return SV_WG128x128S3;
         if (!strcmp(e, "wg128x128")) return SV_WG128x128;
+        if (!strcmp(e, "ws64x128")) return nq <= 64 ? SV_WS64x128 : SV_WS128x128;
+        if (!strcmp(e, "ws64x256")) return nq <= 64 ? SV_WS64x256 : SV_WS128x256;
+        if (!strcmp(e, "ws128x128")) return SV_WS128x128;
+        if (!strcmp(e, "ws128x256")) return SV_WS128x256;
+        if (!strcmp(e, "wsq64x128"))
+            return nq <= 64 && dpad <= 768 ? SV_WSQ64x128 : nq <= 64 ? SV_WS64x128 : SV_WS128x128;
     }
     return nq <= 64 ? SV_WG64x128 : SV_WG128x128S3;
 }
@@ -353,10 +382,15 @@ ScanVariant scan_variant(const sieve__cuda_ctx *c, uint32_t nq, bool vec) {
 template <int MODE, typename T>
 int launch_scan_t(const sieve__cuda_ctx *c, cudaStream_t s, const ScanParams &p, uint32_t L,
                   bool vec) {
-    switch (scan_variant(c, p.nq, vec)) {
+    switch (scan_variant(c, p.nq, p.dpad, vec)) {
     case SV_WG64x128: return launch_wg<T, 64, 128, 4, MODE>(c, s, p, L);
     case SV_WG128x128S3: return launch_wg<T, 128, 128, 3, MODE>(c, s, p, L);
     case SV_WG128x128: return launch_wg<T, 128, 128, 4, MODE>(c, s, p, L);
+    case SV_WS64x128: return launch_ws<T, 64, 128, 8, MODE>(c, s, p, L);
+    case SV_WS64x256: return launch_ws<T, 64, 256, 5, MODE>(c, s, p, L);
+    case SV_WS128x128: return launch_ws<T, 128, 128, 6, MODE>(c, s, p, L);
+    case SV_WS128x256: return launch_ws<T, 128, 256, 4, MODE>(c, s, p, L);
+    case SV_WSQ64x128: return launch_ws<T, 64, 128, 7, MODE, true>(c, s, p, L);
     case SV_MMA: break;
     }
     /* mma.sync tiles measured on the H200 (bench/KERNEL_NOTES.md): one 128-row tile per

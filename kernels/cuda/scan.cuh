@@ -108,6 +108,22 @@ __device__ inline uint32_t slot_of(const ScanParams &p, uint32_t q) {
 }
 
 /* The epilogue for one computed dot product. row is physical, ql the query. */
+/* Admits one key that passed the gate: append, count, maybe tighten. Out of line: the
+ * unrolled epilogues call it from many sites, and inlining it at each one made the scan
+ * kernels large enough to miss in the instruction cache (measured with Nsight Compute). */
+__device__ __noinline__ void admit(const ScanParams &p, uint32_t row, uint32_t q, float key) {
+    q = slot_of(p, q);
+    /* once a query overflowed its buffer, further admissions only cost atomics: the
+       host recovers it anyway, from a histogram that stays a valid lower bound */
+    if (__ldcg(p.cnt + q) > p.cap) return;
+    uint32_t pos = atomicAdd(p.cnt + q, 1u);
+    if (pos < p.cap) p.cand[(size_t)q * p.cap + pos] = pack_cand(key, row);
+    atomicAdd(p.hist + (size_t)q * NBINS + bin_of(key, p.edges + (size_t)q * NBINS), 1u);
+    uint32_t n = pos + 1;
+    uint32_t step = p.k > 256 ? p.k : 256;
+    if (p.tighten && (n == p.k || (n > p.k && n % step == 0))) tighten_boundary(p, q);
+}
+
 template <int MODE>
 __device__ inline void emit(const ScanParams &p, uint32_t li, uint32_t row, uint32_t q,
                             float dot, float norm, bool elig, float thr) {
@@ -118,16 +134,7 @@ __device__ inline void emit(const ScanParams &p, uint32_t li, uint32_t row, uint
         p.mat[(size_t)q * p.mat_ld + row] = elig ? pack_cand(key, row) : EMPTY_SLOT;
     } else {
         if (!elig || !(key >= thr)) return;
-        q = slot_of(p, q);
-        /* once a query overflowed its buffer, further admissions only cost atomics: the
-           host recovers it anyway, from a histogram that stays a valid lower bound */
-        if (__ldcg(p.cnt + q) > p.cap) return;
-        uint32_t pos = atomicAdd(p.cnt + q, 1u);
-        if (pos < p.cap) p.cand[(size_t)q * p.cap + pos] = pack_cand(key, row);
-        atomicAdd(p.hist + (size_t)q * NBINS + bin_of(key, p.edges + (size_t)q * NBINS), 1u);
-        uint32_t n = pos + 1;
-        uint32_t step = p.k > 256 ? p.k : 256;
-        if (p.tighten && (n == p.k || (n > p.k && n % step == 0))) tighten_boundary(p, q);
+        admit(p, row, q, key);
     }
 }
 
@@ -493,7 +500,7 @@ scan_wgmma_kernel(ScanParams p) {
             wgmma_fence();
 #pragma unroll
             for (int kk = 0; kk < KC; kk += 16)
-                WgmmaOp<T, WN>::run(acc, sw128_desc(qs + kk), sw128_desc(rs + kk));
+                WgmmaOp<T, WN>::run(acc, sw128_desc(qs + kk), sw128_desc(rs + kk), kt > 0 || kk > 0);
             wgmma_commit();
             if (kt == 0) /* the epilogue's row table, while the tensor cores work */
                 load_rows<T, BR, MODE>(p, row0, rowptr, rowid, elig, rnorm);
@@ -514,7 +521,10 @@ scan_wgmma_kernel(ScanParams p) {
 #pragma unroll
                 for (int j = 0; j < 2; j++) {
                     const int rl = ro + n * 8 + 2 * tq + j;
-                    const float dot = acc[n * 4 + h * 2 + j];
+                    /* + 0: a tile's first wgmma does not add the old accumulator
+                       (D = A*B), so an all-zero product sum may be -0 where the mma.sync
+                       loop (0 + sum) gives +0; this keeps the keys identical */
+                    const float dot = acc[n * 4 + h * 2 + j] + 0.0f;
                     if (MODE == MODE_GATE) {
                         /* most keys fail the gate: test before touching the row table */
                         float key = p.metric == 2 ? 2.0f * dot - rnorm[rl] : dot;
@@ -524,10 +534,246 @@ scan_wgmma_kernel(ScanParams p) {
                     emit<MODE>(p, row0 + rl, rowid[rl], q0 + ql, dot, rnorm[rl], elig[rl], thr);
                 }
         }
-#pragma unroll
-        for (int e = 0; e < NACC; e++) acc[e] = 0.f;
     }
     cp_async_wait<0>();
+#else
+    (void)p;
+    __trap();
+#endif
+}
+
+/* ------------------------------------------------------------------ warp-specialised wgmma */
+
+__device__ inline void mbar_init(uint64_t *bar, uint32_t count) {
+    uint32_t a = (uint32_t)__cvta_generic_to_shared(bar);
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(a), "r"(count) : "memory");
+}
+/* Blocks until the phase of the given parity has completed. */
+__device__ inline void mbar_wait(uint64_t *bar, uint32_t parity) {
+    uint32_t a = (uint32_t)__cvta_generic_to_shared(bar);
+    uint32_t done = 0;
+    do {
+        asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+                     "selp.u32 %0, 1, 0, p;\n}\n"
+                     : "=r"(done)
+                     : "r"(a), "r"(parity)
+                     : "memory");
+    } while (!done);
+}
+__device__ inline void mbar_arrive(uint64_t *bar) {
+    uint32_t a = (uint32_t)__cvta_generic_to_shared(bar);
+    asm volatile("{\n.reg .b64 st;\nmbarrier.arrive.shared::cta.b64 st, [%0];\n}\n" ::"r"(a)
+                 : "memory");
+}
+/* The barrier receives this thread's arrival once all its earlier cp.async have landed. */
+__device__ inline void mbar_arrive_cp_async(uint64_t *bar) {
+    uint32_t a = (uint32_t)__cvta_generic_to_shared(bar);
+    asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(a) : "memory");
+}
+/* Barrier 1 among the 256 consumer threads (barrier 0 is __syncthreads). */
+__device__ inline void consumers_sync() { asm volatile("bar.sync 1, 256;\n" ::: "memory"); }
+
+template <int BQ, int BR, int STAGES, bool QRES = false>
+struct WsSmem {
+    static constexpr int KC = 64;
+    static constexpr int QRES_KT = 12; /* resident queries: dpad up to 768 */
+    static constexpr size_t q_bytes = QRES ? (size_t)QRES_KT * BQ * KC * 2 : (size_t)STAGES * BQ * KC * 2;
+    static constexpr size_t bytes = q_bytes + (size_t)STAGES * BR * KC * 2 + 1024 + (2 * STAGES + 1) * 8;
+};
+
+/* Warp-specialised persistent scan, one CTA per SM, 384 threads: warpgroup 0 produces
+ * (cp.async of each 64-wide K chunk of the tile's queries and rows into a ring of STAGES
+ * 128-byte-swizzled slots, completion tracked by a "full" mbarrier per slot), warpgroups 1
+ * and 2 consume (wait for the slot, wgmma, release it through an "empty" mbarrier once the
+ * wgmma that read it has completed). No CTA-wide barrier in the loop: the producer runs up
+ * to STAGES chunks ahead, across tiles, also while the consumers run a tile's epilogue.
+ * Tile shapes, operand roles and the per-element accumulation are those of
+ * scan_wgmma_kernel (queries = A, M = 64 per consumer warpgroup; rows = B), so keys are
+ * bit-identical to it. Rows must be 16-byte aligned with dim % 8 == 0. */
+template <typename T, int BQ, int BR, int STAGES, int MODE, bool QRES>
+__global__ void __launch_bounds__(384, 1) scan_ws_kernel(ScanParams p) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    using S = WsSmem<BQ, BR, STAGES, QRES>;
+    constexpr int KC = S::KC;
+    constexpr int WN = BQ == 128 ? BR : BR / 2;
+    constexpr int NACC = WN / 2;
+    constexpr int RJ = BR / 16, QJ = BQ / 16; /* per producer thread and chunk */
+    static_assert(BQ == 64 || BQ == 128, "query tile");
+    /* QRES (the launcher checks): nqt == 1 and dpad <= 64 * QRES_KT */
+
+    extern __shared__ unsigned char smem_raw[];
+    uint32_t sbase = (uint32_t)__cvta_generic_to_shared(smem_raw);
+    unsigned char *sm = smem_raw + ((1024u - (sbase & 1023u)) & 1023u);
+    T *Qs = (T *)sm; /* [STAGES][BQ][64], or with QRES [KT][BQ][64] resident */
+    T *Rs = (T *)(sm + S::q_bytes);
+    uint64_t *full = (uint64_t *)(sm + S::q_bytes + (size_t)STAGES * BR * KC * 2);
+    uint64_t *empty = full + STAGES;
+    uint64_t *qfull = empty + STAGES; /* QRES: the resident queries landed */
+    __shared__ const T *rowptr[2][BR];
+    __shared__ uint32_t rowid[2][BR];
+    __shared__ unsigned char elig[2][BR];
+    __shared__ float rnorm[2][BR];
+
+    const uint32_t L = MODE == MODE_SAMPLE ? p.s_count : p.n_rows;
+    const uint32_t nrt = (L + BR - 1) / BR;
+    const uint64_t ntiles = (uint64_t)nrt * p.nqt;
+    if (blockIdx.x >= ntiles) return;
+    const uint32_t my_tiles = (uint32_t)((ntiles - 1 - blockIdx.x) / gridDim.x + 1);
+    const int KT = p.dpad / KC;
+    const uint32_t total = my_tiles * (uint32_t)KT;
+
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < STAGES; s++) {
+            mbar_init(&full[s], 128);  /* one cp.async-tracked arrival per producer thread */
+            mbar_init(&empty[s], 256); /* one arrival per consumer thread */
+        }
+        mbar_init(qfull, 128);
+    }
+    __syncthreads();
+
+    if (threadIdx.x < 128) {
+        /* ---------------------------------------------------------------- producer */
+        const int lc = threadIdx.x & 7, lr = threadIdx.x >> 3;
+        const T *rptr[RJ];
+        const T *qptr[QJ];
+        if (QRES) { /* the one query tile (nqt == 1), every chunk, once */
+            for (int kt = 0; kt < KT; kt++)
+#pragma unroll
+                for (int j = 0; j < QJ; j++) {
+                    int r = lr + 16 * j;
+                    cp_async16(Qs + ((size_t)kt * BQ + r) * KC + ((lc ^ (r & 7)) << 3),
+                               (const T *)p.q + (size_t)r * p.dpad + kt * KC + lc * 8, 16);
+                }
+            mbar_arrive_cp_async(qfull);
+        }
+        for (uint32_t c = 0; c < total; c++) {
+            const int kt = (int)(c % (uint32_t)KT);
+            if (kt == 0) {
+                const uint64_t t = blockIdx.x + (uint64_t)(c / (uint32_t)KT) * gridDim.x;
+                const uint32_t row0 = (uint32_t)(t / p.nqt) * BR;
+                const uint32_t q0 = (uint32_t)(t % p.nqt) * BQ;
+#pragma unroll
+                for (int j = 0; j < RJ; j++) {
+                    uint32_t li = row0 + lr + 16 * j;
+                    const T *ptr = nullptr;
+                    if (li < L) {
+                        uint32_t r = MODE == MODE_SAMPLE ? p.s_offset + li * p.s_stride : li;
+                        ptr = (const T *)p.pages[r / p.rpp] + (size_t)(r % p.rpp) * p.dim;
+                    }
+                    rptr[j] = ptr;
+                }
+#pragma unroll
+                for (int j = 0; j < QJ; j++)
+                    qptr[j] = (const T *)p.q + (size_t)(q0 + lr + 16 * j) * p.dpad;
+            }
+            const int st = (int)(c % STAGES);
+            mbar_wait(&empty[st], ((c / STAGES) & 1) ^ 1);
+            const int k0 = kt * KC + lc * 8;
+            const bool kin = k0 < (int)p.dim;
+            T *qs = Qs + (size_t)st * BQ * KC;
+            T *rs = Rs + (size_t)st * BR * KC;
+#pragma unroll
+            for (int j = 0; j < RJ; j++) {
+                int r = lr + 16 * j;
+                bool ok = rptr[j] && kin;
+                cp_async16(rs + r * KC + ((lc ^ (r & 7)) << 3),
+                           ok ? (const void *)(rptr[j] + k0) : p.q, ok ? 16 : 0);
+            }
+            if (!QRES)
+#pragma unroll
+                for (int j = 0; j < QJ; j++) {
+                    int r = lr + 16 * j;
+                    cp_async16(qs + r * KC + ((lc ^ (r & 7)) << 3), qptr[j] + k0, 16);
+                }
+            mbar_arrive_cp_async(&full[st]);
+        }
+        cp_async_wait<0>();
+        return;
+    }
+
+    /* -------------------------------------------------------------------- consumers */
+    const int ct = threadIdx.x - 128; /* 0..255 */
+    const int cw = ct / 128;
+    const int qo = BQ == 128 ? cw * 64 : 0;
+    const int ro = BQ == 128 ? 0 : cw * (BR / 2);
+    const int lane = ct % 32, wq = (ct % 128) / 32;
+    const int g = lane / 4, tq = lane % 4;
+    float acc[NACC];
+#pragma unroll
+    for (int e = 0; e < NACC; e++) acc[e] = 0.f;
+
+    if (QRES) mbar_wait(qfull, 0);
+    for (uint32_t i = 0; i < my_tiles; i++) {
+        const uint64_t t = blockIdx.x + (uint64_t)i * gridDim.x;
+        const uint32_t row0 = (uint32_t)(t / p.nqt) * BR;
+        const uint32_t q0 = (uint32_t)(t % p.nqt) * BQ;
+        const int tb = (int)(i & 1);
+        for (int kt = 0; kt < KT; kt++) {
+            const uint32_t c = i * (uint32_t)KT + (uint32_t)kt;
+            const int st = (int)(c % STAGES);
+            mbar_wait(&full[st], (c / STAGES) & 1);
+            fence_proxy_async_smem();
+            const T *qs = Qs + (size_t)(QRES ? kt : st) * BQ * KC + (size_t)qo * KC;
+            const T *rs = Rs + (size_t)st * BR * KC + (size_t)ro * KC;
+            wgmma_fence();
+#pragma unroll
+            for (int kk = 0; kk < KC; kk += 16)
+                WgmmaOp<T, WN>::run(acc, sw128_desc(qs + kk), sw128_desc(rs + kk), kt > 0 || kk > 0);
+            wgmma_commit();
+            if (kt == 0) {
+                /* the epilogue's row table (double-buffered by tile parity) */
+                for (int r = ct; r < BR; r += 256) {
+                    uint32_t li = row0 + r;
+                    const T *ptr = nullptr;
+                    uint32_t rr = 0;
+                    bool e = false;
+                    float nv = 0.f;
+                    if (li < L) {
+                        rr = MODE == MODE_SAMPLE ? p.s_offset + li * p.s_stride : li;
+                        ptr = (const T *)p.pages[rr / p.rpp] + (size_t)(rr % p.rpp) * p.dim;
+                        e = true;
+                        if (p.deleted && ((p.deleted[rr >> 6] >> (rr & 63)) & 1ull)) e = false;
+                        if (p.allowed && !((p.allowed[rr >> 6] >> (rr & 63)) & 1ull)) e = false;
+                        if (p.metric == 2) nv = p.norm_pages[rr / p.rpp][rr % p.rpp];
+                    }
+                    rowptr[tb][r] = ptr;
+                    rowid[tb][r] = rr;
+                    elig[tb][r] = e;
+                    rnorm[tb][r] = nv;
+                }
+            }
+            wgmma_wait<1>();
+            if (kt > 0) mbar_arrive(&empty[(c - 1) % STAGES]);
+        }
+        wgmma_wait<0>();
+        mbar_arrive(&empty[(i * (uint32_t)KT + (uint32_t)KT - 1) % STAGES]);
+        consumers_sync(); /* the row table is complete */
+
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            const int ql = qo + wq * 16 + g + 8 * h;
+            if (q0 + ql >= p.nq) continue;
+            const float thr =
+                MODE == MODE_GATE ? float_of_ord(__ldcg(p.thr + slot_of(p, q0 + ql))) : 0.f;
+#pragma unroll
+            for (int n = 0; n < WN / 8; n++)
+#pragma unroll
+                for (int j = 0; j < 2; j++) {
+                    const int rl = ro + n * 8 + 2 * tq + j;
+                    /* + 0: a tile's first wgmma does not add the old accumulator
+                       (D = A*B), so an all-zero product sum may be -0 where the mma.sync
+                       loop (0 + sum) gives +0; this keeps the keys identical */
+                    const float dot = acc[n * 4 + h * 2 + j] + 0.0f;
+                    if (MODE == MODE_GATE) {
+                        float key = p.metric == 2 ? 2.0f * dot - rnorm[tb][rl] : dot;
+                        if (!(key >= thr)) continue;
+                    }
+                    if (!rowptr[tb][rl]) continue;
+                    emit<MODE>(p, row0 + rl, rowid[tb][rl], q0 + ql, dot, rnorm[tb][rl],
+                               elig[tb][rl], thr);
+                }
+        }
+    }
 #else
     (void)p;
     __trap();
