@@ -164,7 +164,8 @@ int sieve_client_open(const sieve_client_options *opts, sieve_client **out) {
     }
     c->headers = h;
     /* the binary list: its own Content-Type, then the same lines as the JSON list */
-    struct curl_slist *hb = curl_slist_append(NULL, "Content-Type: " SIEVE_CLIENT_POINTS_MEDIA_TYPE);
+    struct curl_slist *hb =
+        curl_slist_append(NULL, "Content-Type: " SIEVE_CLIENT_POINTS_MEDIA_TYPE);
     for (struct curl_slist *it = h->next; hb && it; it = it->next) {
         struct curl_slist *nt = curl_slist_append(hb, it->data);
         if (!nt) {

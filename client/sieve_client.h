@@ -2,8 +2,9 @@
  *
  * Owns: a typed C API over every endpoint of sieve-server (Qdrant's REST shapes): server
  * info and health, collections (list, create, info, exists, delete), points (upsert in the
- * list and the column ("batch") form and sieve's binary form, retrieve, get, delete by ids or filter, count) and
- * search (search, search/batch, query, query/batch), on libcurl and jansson.
+ * list and the column ("batch") form and sieve's binary form, retrieve, get, delete by ids
+ * or filter, count) and search (search, search/batch, query, query/batch), on libcurl and
+ * jansson.
  * Must not: link the store, the kernels or the server (a client needs only libcurl and
  * jansson), or keep global state other than libcurl's one-time global initialisation.
  *
