@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Bulk-ingest benchmark of `sieve ingest`: N x DIM float32 vectors from a .fbin file (made by
-# sieve-datagen), straight into a data directory and through sieve-server's HTTP API, with
-# the disk's raw sequential write rate (dd conv=fdatasync) measured between the runs on the
-# same disk, so the ratio is clear on a machine whose disk is shared and moves a lot.
+# sieve-datagen), straight into a data directory and through sieve-server's HTTP API (binary
+# upsert bodies, and JSON bodies for a shorter run), with the disk's raw sequential write
+# rate (dd conv=fdatasync) measured between the runs on the same disk, so the ratio is clear
+# on a machine whose disk is shared and moves a lot.
 #
 # usage: bench/ingest.sh [options]
 #   --build DIR     build directory with client/sieve, server/sieve-server and
@@ -12,11 +13,13 @@
 #   --n N           vectors (default 1000000)      --dim D   dimension (default 768)
 #   --runs R        rounds of dd / direct / HTTP (default 3)
 #   --http-n N      vectors for the HTTP runs (default: all)
+#   --json-n N      vectors for the HTTP runs with --json, the JSON body (default 200000;
+#                   0 skips them)
 #   --no-http       skip the HTTP runs             --keep    keep the input file
 #   Extra sieve ingest options for both routes go after "--".
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-build="$root/build-rel" dir=/tmp/sieve-ingest-bench n=1000000 dim=768 runs=3 http_n="" http=1 keep=0
+build="$root/build-rel" dir=/tmp/sieve-ingest-bench n=1000000 dim=768 runs=3 http_n="" json_n=200000 http=1 keep=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --build) build="$(cd "$2" && pwd)"; shift 2 ;;
@@ -25,10 +28,11 @@ while [ $# -gt 0 ]; do
     --dim) dim="$2"; shift 2 ;;
     --runs) runs="$2"; shift 2 ;;
     --http-n) http_n="$2"; shift 2 ;;
+    --json-n) json_n="$2"; shift 2 ;;
     --no-http) http=0; shift ;;
     --keep) keep=1; shift ;;
     --) shift; break ;;
-    -h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -86,21 +90,25 @@ for r in $(seq 1 "$runs"); do
   fi
   echo "dd conv=fdatasync ${mib} MiB: $(dd_rate) MB/s"
   if [ "$http" = 1 ]; then
-    rm -rf "$dir/srv"
-    "$server" --host 127.0.0.1 --port 0 --data-dir "$dir/srv" --device cpu >"$dir/server.log" 2>&1 &
-    spid=$!
-    for _ in $(seq 100); do grep -q "listening on" "$dir/server.log" && break; sleep 0.1; done
-    port=$(grep -o 'listening on http://[0-9.]*:[0-9]*' "$dir/server.log" | sed 's/.*://')
-    hn=${http_n:-$n}
-    log="$dir/http.log"
-    timed "$log" "$sieve" ingest "$input" --collection bench --create --url "http://127.0.0.1:$port" \
-      --limit "$hn" --quiet --stats "${extra[@]}"
-    read -r secs cu cs <"$dir/time.txt"
-    scpu=$(awk '{printf "%.1f", ($14 + $15) / 100}' "/proc/$spid/stat")
-    kill "$spid"; wait "$spid" || true
-    rm -rf "$dir/srv"
-    echo "HTTP (4 connections): $hn vectors in ${secs} s = $(rate "$hn" "$secs") vectors/s; CPU: client $(awk -v u="$cu" -v s="$cs" 'BEGIN { printf "%.1f", u + s }') s, server ${scpu} s"
-    grep -E 'stats:|http:' "$log" | sed 's/^sieve ingest: /  /'
+    # binary upsert bodies (the default), then the JSON body (--json), each into a fresh server
+    for body in binary json; do
+      if [ "$body" = binary ]; then hn=${http_n:-$n}; flag=(); else hn=$json_n; flag=(--json); fi
+      [ "$hn" -gt 0 ] || continue
+      rm -rf "$dir/srv"
+      "$server" --host 127.0.0.1 --port 0 --data-dir "$dir/srv" --device cpu >"$dir/server.log" 2>&1 &
+      spid=$!
+      for _ in $(seq 100); do grep -q "listening on" "$dir/server.log" && break; sleep 0.1; done
+      port=$(grep -o 'listening on http://[0-9.]*:[0-9]*' "$dir/server.log" | sed 's/.*://')
+      log="$dir/http.log"
+      timed "$log" "$sieve" ingest "$input" --collection bench --create --url "http://127.0.0.1:$port" \
+        --limit "$hn" --quiet --stats "${flag[@]}" "${extra[@]}"
+      read -r secs cu cs <"$dir/time.txt"
+      scpu=$(awk '{printf "%.1f", ($14 + $15) / 100}' "/proc/$spid/stat")
+      kill "$spid"; wait "$spid" || true
+      rm -rf "$dir/srv"
+      echo "HTTP $body (4 connections): $hn vectors in ${secs} s = $(rate "$hn" "$secs") vectors/s; CPU: client $(awk -v u="$cu" -v s="$cs" 'BEGIN { printf "%.1f", u + s }') s, server ${scpu} s"
+      grep -E 'stats:|http:' "$log" | sed 's/^sieve ingest: /  /'
+    done
   fi
 done
 [ "$keep" = 1 ] || rm -f "$input"

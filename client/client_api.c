@@ -583,6 +583,123 @@ int sieve_client_upsert_batch(sieve_client *c, const char *collection, const sie
     return rc;
 }
 
+/* Appends v as 8 (or 4, 2) little-endian bytes. */
+static void put_le(sieve__cl_buf *b, uint64_t v, int bytes) {
+    unsigned char t[8];
+    for (int i = 0; i < bytes; i++) t[i] = (unsigned char)(v >> (8 * i));
+    sieve__cl_buf_put(b, t, (size_t)bytes);
+}
+
+static int host_is_le(void) {
+    const uint16_t one = 1;
+    unsigned char b;
+    memcpy(&b, &one, 1);
+    return b == 1;
+}
+
+int sieve_client_upsert_binary(sieve_client *c, const char *collection, const sieve_client_id *ids,
+                               const void *rows, sieve_client_dtype row_dtype, size_t n,
+                               uint32_t dim, const char *const *payloads) {
+    if (!c) return SIEVE_EINVAL;
+    sieve__cl_begin(c);
+    if (!ids || !rows || !n || !dim)
+        return sieve__cl_fail(c, SIEVE_EINVAL,
+                              "upsert: ids, rows, n >= 1 and dim >= 1 are required");
+    if (row_dtype != SIEVE_CLIENT_FLOAT32 && row_dtype != SIEVE_CLIENT_FLOAT16 &&
+        row_dtype != SIEVE_CLIENT_BFLOAT16)
+        return sieve__cl_fail(c, SIEVE_EINVAL, "upsert: unknown row dtype %d", (int)row_dtype);
+    size_t esize = row_dtype == SIEVE_CLIENT_FLOAT32 ? 4 : 2;
+    if (n > (SIZE_MAX / 2) / ((size_t)dim * esize + 8))
+        return sieve__cl_fail(c, SIEVE_EINVAL, "upsert: %zu rows of %u values is too large", n,
+                              dim);
+    for (size_t i = 0; i < n; i++) {
+        if (ids[i].is_uuid)
+            return sieve__cl_fail(c, SIEVE_EINVAL,
+                                  "upsert: point %zu has a UUID id; the binary upsert carries "
+                                  "numeric ids only (use sieve_client_upsert_batch)", i);
+        if (ids[i].num > (uint64_t)INT64_MAX)
+            return sieve__cl_fail(c, SIEVE_EINVAL,
+                                  "upsert: point %zu has id %llu, larger than 2^63-1", i,
+                                  (unsigned long long)ids[i].num);
+    }
+    /* finite values only: the exponent field all ones is NaN or infinity */
+    size_t vals = n * (size_t)dim;
+    if (esize == 4) {
+        size_t bad = sieve__cl_find_nonfinite(rows, vals);
+        if (bad < vals)
+            return sieve__cl_fail(c, SIEVE_ENONFINITE,
+                                  "upsert: vector %zu, element %zu is NaN or infinite; expected "
+                                  "finite values", bad / dim, bad % dim);
+    } else {
+        const uint16_t *h = rows;
+        uint16_t mask = row_dtype == SIEVE_CLIENT_FLOAT16 ? 0x7c00u : 0x7f80u;
+        for (size_t i = 0; i < vals; i++)
+            if ((h[i] & mask) == mask)
+                return sieve__cl_fail(c, SIEVE_ENONFINITE,
+                                      "upsert: vector %zu, element %zu is NaN or infinite; "
+                                      "expected finite values", i / dim, i % dim);
+    }
+    sieve__cl_buf path, body, pay;
+    int rc = coll_path(c, &path, collection, "/points?wait=true");
+    if (rc) return rc;
+    sieve__cl_buf_init(&body);
+    sieve__cl_buf_init(&pay);
+    if (payloads) {
+        sieve__cl_buf_putc(&pay, '[');
+        for (size_t i = 0; i < n && !rc; i++) {
+            if (i) sieve__cl_buf_putc(&pay, ',');
+            if (!payloads[i]) {
+                sieve__cl_buf_puts(&pay, "null");
+                continue;
+            }
+            size_t len = 0;
+            rc = check_payload(c, "upsert", i, payloads[i], 0, &len);
+            if (!rc) sieve__cl_buf_put(&pay, payloads[i], len);
+        }
+        sieve__cl_buf_putc(&pay, ']');
+    }
+    if (!rc) {
+        sieve__cl_buf_reserve(&body, 32 + n * 8 + vals * esize + pay.len);
+        sieve__cl_buf_put(&body, "SVPT", 4);
+        put_le(&body, 1, 2);                                     /* version */
+        put_le(&body, (uint64_t)row_dtype, 2);                   /* dtype */
+        put_le(&body, payloads ? 1 : 0, 4);                      /* flags */
+        put_le(&body, dim, 4);
+        put_le(&body, n, 8);
+        put_le(&body, pay.len, 8);                               /* payload_bytes */
+        if (host_is_le()) {
+            char *d = sieve__cl_buf_reserve(&body, n * 8);
+            if (d) {
+                for (size_t i = 0; i < n; i++) memcpy(d + i * 8, &ids[i].num, 8);
+                body.len += n * 8;
+            }
+            sieve__cl_buf_put(&body, rows, vals * esize);
+        } else {
+            for (size_t i = 0; i < n; i++) put_le(&body, ids[i].num, 8);
+            for (size_t i = 0; i < vals; i++) {
+                uint32_t w;
+                if (esize == 4) memcpy(&w, (const float *)rows + i, 4);
+                else w = ((const uint16_t *)rows)[i];
+                put_le(&body, w, (int)esize);
+            }
+        }
+        if (pay.len) sieve__cl_buf_put(&body, pay.p, pay.len);
+        if (pay.failed) body.failed = 1;
+        json_t *j = NULL, *r;
+        if (body.failed) {
+            rc = sieve__cl_fail(c, SIEVE_ENOMEM, "out of memory");
+        } else {
+            rc = sieve__cl_request_binary(c, "PUT", path.p, body.p, body.len, 1, &j);
+            if (!rc) rc = result_of(c, j, "upsert", &r);
+        }
+        json_decref(j);
+    }
+    sieve__cl_buf_free(&path);
+    sieve__cl_buf_free(&body);
+    sieve__cl_buf_free(&pay);
+    return rc;
+}
+
 static void put_ids(sieve__cl_buf *b, const sieve_client_id *ids, size_t n) {
     sieve__cl_buf_putc(b, '[');
     for (size_t i = 0; i < n; i++) {

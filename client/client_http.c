@@ -23,6 +23,7 @@
 struct sieve_client {
     CURL *h;
     struct curl_slist *headers;
+    struct curl_slist *headers_bin; /* the same with the binary upsert's Content-Type */
     char *base; /* URL without a trailing '/' */
     sieve_client_options o;
     sieve__cl_buf resp; /* body of the last reply */
@@ -162,6 +163,19 @@ int sieve_client_open(const sieve_client_options *opts, sieve_client **out) {
         h = t;
     }
     c->headers = h;
+    /* the binary list: its own Content-Type, then the same lines as the JSON list */
+    struct curl_slist *hb =
+        curl_slist_append(NULL, "Content-Type: " SIEVE_CLIENT_POINTS_MEDIA_TYPE);
+    for (struct curl_slist *it = h->next; hb && it; it = it->next) {
+        struct curl_slist *nt = curl_slist_append(hb, it->data);
+        if (!nt) {
+            curl_slist_free_all(hb);
+            hb = NULL;
+        }
+        hb = nt;
+    }
+    if (!hb) goto nomem;
+    c->headers_bin = hb;
 
     c->h = curl_easy_init();
     if (!c->h) {
@@ -196,6 +210,7 @@ void sieve_client_close(sieve_client *c) {
     if (!c) return;
     if (c->h) curl_easy_cleanup(c->h);
     curl_slist_free_all(c->headers);
+    curl_slist_free_all(c->headers_bin);
     free(c->base);
     sieve__cl_buf_free(&c->resp);
     sieve__cl_buf_free(&c->url);
@@ -238,8 +253,9 @@ static int is_method(const char *m) {
 
 /* Sends once. Returns the CURLcode; *status gets the reply's status (0 without one). */
 static CURLcode send_once(sieve_client *c, const char *method, const char *body, size_t body_len,
-                          long *status) {
+                          int binary, long *status) {
     CURL *e = c->h;
+    curl_easy_setopt(e, CURLOPT_HTTPHEADER, binary ? c->headers_bin : c->headers);
     sieve__cl_buf_reset(&c->resp);
     c->retry_after_ms = -1;
     c->curl_err[0] = 0;
@@ -268,7 +284,7 @@ static CURLcode send_once(sieve_client *c, const char *method, const char *body,
  * its status. Returns 0 when a reply came (any status), else SIEVE_ENET/ENOMEM with the
  * message set. */
 static int send_retrying(sieve_client *c, const char *method, const char *path, const char *body,
-                         size_t body_len, int idempotent) {
+                         size_t body_len, int idempotent, int binary) {
     if (!is_method(method) || !path || path[0] != '/')
         return sieve__cl_fail(c, SIEVE_EINVAL, "bad request method or path");
     sieve__cl_buf_reset(&c->url);
@@ -277,7 +293,7 @@ static int send_retrying(sieve_client *c, const char *method, const char *path, 
     if (c->url.failed) return sieve__cl_fail(c, SIEVE_ENOMEM, "out of memory");
     for (int attempt = 0;; attempt++) {
         long st = 0;
-        CURLcode cc = send_once(c, method, body, body_len, &st);
+        CURLcode cc = send_once(c, method, body, body_len, binary, &st);
         c->status = st;
         int retry = 0;
         if (cc == CURLE_OK) {
@@ -353,10 +369,11 @@ static int error_reply(sieve_client *c, const char *method, const char *path) {
     return code;
 }
 
-int sieve__cl_request(sieve_client *c, const char *method, const char *path, const char *body,
-                      size_t body_len, int idempotent, json_t **json) {
+static int request_common(sieve_client *c, const char *method, const char *path,
+                          const char *body, size_t body_len, int idempotent, int binary,
+                          json_t **json) {
     if (json) *json = NULL;
-    int rc = send_retrying(c, method, path, body, body_len, idempotent);
+    int rc = send_retrying(c, method, path, body, body_len, idempotent, binary);
     if (rc) return rc;
     if (c->status < 200 || c->status > 299) return error_reply(c, method, path);
     if (!json) return 0;
@@ -369,6 +386,16 @@ int sieve__cl_request(sieve_client *c, const char *method, const char *path, con
     return 0;
 }
 
+int sieve__cl_request(sieve_client *c, const char *method, const char *path, const char *body,
+                      size_t body_len, int idempotent, json_t **json) {
+    return request_common(c, method, path, body, body_len, idempotent, 0, json);
+}
+
+int sieve__cl_request_binary(sieve_client *c, const char *method, const char *path,
+                             const char *body, size_t body_len, int idempotent, json_t **json) {
+    return request_common(c, method, path, body, body_len, idempotent, 1, json);
+}
+
 int sieve_client_raw(sieve_client *c, const char *method, const char *path, const char *body,
                      size_t body_len, int idempotent, long *status, char **reply) {
     if (reply) *reply = NULL;
@@ -376,7 +403,7 @@ int sieve_client_raw(sieve_client *c, const char *method, const char *path, cons
     if (!c) return SIEVE_EINVAL;
     sieve__cl_begin(c);
     if (!method || !path) return sieve__cl_fail(c, SIEVE_EINVAL, "method and path are required");
-    int rc = send_retrying(c, method, path, body, body_len, idempotent);
+    int rc = send_retrying(c, method, path, body, body_len, idempotent, 0);
     if (rc) return rc;
     if (status) *status = c->status;
     if (reply) {

@@ -82,6 +82,10 @@ int sieve__cl_json_check_object(const char *s, size_t n, char *why, size_t why_l
 int sieve__cl_request(sieve_client *c, const char *method, const char *path, const char *body,
                       size_t body_len, int idempotent, json_t **json);
 
+/* The same with the body sent as Content-Type SIEVE_CLIENT_POINTS_MEDIA_TYPE. */
+int sieve__cl_request_binary(sieve_client *c, const char *method, const char *path,
+                             const char *body, size_t body_len, int idempotent, json_t **json);
+
 /* Records a message for sieve_client_message (formatted) and returns code. */
 int sieve__cl_fail(sieve_client *c, int code, const char *fmt, ...) SIEVE__CL_PRINTF(3, 4);
 /* Clears the last message and status at the start of a call that does no HTTP itself. */

@@ -2,8 +2,9 @@
  *
  * Owns: a typed C API over every endpoint of sieve-server (Qdrant's REST shapes): server
  * info and health, collections (list, create, info, exists, delete), points (upsert in the
- * list and the column ("batch") form, retrieve, get, delete by ids or filter, count) and
- * search (search, search/batch, query, query/batch), on libcurl and jansson.
+ * list and the column ("batch") form and sieve's binary form, retrieve, get, delete by ids
+ * or filter, count) and search (search, search/batch, query, query/batch), on libcurl and
+ * jansson.
  * Must not: link the store, the kernels or the server (a client needs only libcurl and
  * jansson), or keep global state other than libcurl's one-time global initialisation.
  *
@@ -221,6 +222,25 @@ int sieve_client_upsert(sieve_client *c, const char *collection, const sieve_cli
 int sieve_client_upsert_batch(sieve_client *c, const char *collection, const sieve_client_id *ids,
                               const float *vectors, size_t n, uint32_t dim,
                               const char *const *payloads);
+
+/* The binary upsert body's media type (wire format in server/README.md, "Binary upsert"). */
+#define SIEVE_CLIENT_POINTS_MEDIA_TYPE "application/x-sieve-points"
+
+/* PUT /collections/{name}/points with the binary body (Content-Type
+ * SIEVE_CLIENT_POINTS_MEDIA_TYPE): the fast bulk route. ids[i] gets row i of rows (n * dim
+ * values of row_dtype, row-major: float32 as float, float16 and bfloat16 as their uint16 bit
+ * patterns in host order; the server widens 16-bit rows to float32 exactly before its own
+ * dtype conversion). ids must be numbers up to 2^63-1 (use sieve_client_upsert_batch for
+ * UUIDs). payloads: NULL for none, else n entries (NULL entries: no payload) of JSON object
+ * text. Vectors are checked for NaN/Inf and payloads for object syntax before anything is
+ * sent. Atomic and durable like sieve_client_upsert; retried (idempotent).
+ * Errors: SIEVE_EINVAL (NULL, n or dim 0, a UUID or too large id, a bad row_dtype, or the
+ * server's 400, e.g. a dimension that does not match the collection), SIEVE_ENONFINITE,
+ * SIEVE_EPARSE (payload not a JSON object), SIEVE_ENOTFOUND, SIEVE_ETOOBIG, SIEVE_EAUTH,
+ * SIEVE_ENET, SIEVE_ENOMEM. */
+int sieve_client_upsert_binary(sieve_client *c, const char *collection, const sieve_client_id *ids,
+                               const void *rows, sieve_client_dtype row_dtype, size_t n,
+                               uint32_t dim, const char *const *payloads);
 
 /* One point of a reply. */
 typedef struct sieve_client_record {

@@ -230,7 +230,7 @@ static void dispatch(sieve__req *req) {
     leave_incoming(req); /* a search is queued (or refused) by the handler below */
     json_t *body = NULL;
     if (rd->raw) {
-        if (!req->body.len) {
+        if (!req->body.len && !req->binary_body) {
             sieve__reply_error(req, 400, "request body: expected a JSON object, got an empty "
                                          "body");
             return;
@@ -281,6 +281,15 @@ static void on_headers(sieve__req *req, const char *method, const char *url) {
     if (!rd->open && sieve__auth_check(s, req->conn, rd->write, &e)) {
         sieve__reply_err(req, &e);
         return;
+    }
+    if (req->route == SIEVE_R_POINTS_UPSERT) {
+        /* the media type, case-insensitive, optionally followed by parameters */
+        const char *ct = MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND,
+                                                     MHD_HTTP_HEADER_CONTENT_TYPE);
+        size_t ml = strlen(SIEVE_BIN_MEDIA_TYPE);
+        if (ct && !strncasecmp(ct, SIEVE_BIN_MEDIA_TYPE, ml) &&
+            (ct[ml] == 0 || ct[ml] == ';' || ct[ml] == ' ' || ct[ml] == '\t'))
+            req->binary_body = 1;
     }
     const char *cl = MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND,
                                                  MHD_HTTP_HEADER_CONTENT_LENGTH);

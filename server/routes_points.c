@@ -1,9 +1,9 @@
 /* routes_points.c: point routes of sieve-server.
  *
- * Owns: upsert (the `points` list and the `batch` column form), retrieve by ids, get one
- * point, delete by ids or by filter, count (exact, with filter) and scroll, in Qdrant's
- * request and response shapes. Every request is validated completely before the store is
- * called, and each write is one atomic store call, so a bad request changes nothing.
+ * Owns: upsert (the `points` list, the `batch` column form and the binary body), retrieve
+ * by ids, get one point, delete by ids or by filter, count (exact, with filter) and scroll,
+ * in Qdrant's request and response shapes. Every request is validated completely before the
+ * store is called, and each write is one atomic store call, so a bad request changes nothing.
  * Must not: search (routes_search.c and the batcher do).
  */
 #define _POSIX_C_SOURCE 200809L
@@ -56,7 +56,8 @@ static int check_storable(const sieve_collection_config *c, const float *v, cons
     return 0;
 }
 
-/* The body is parsed by upsert_parse.c straight from req->body (no jansson tree). */
+/* The body is parsed straight from req->body (no jansson tree): JSON by upsert_parse.c, the
+ * binary form (Content-Type application/x-sieve-points) by upsert_binary.c. */
 void sieve__route_points_upsert(sieve__req *req, json_t *body) {
     sieve__err e;
     sieve__upsert u;
@@ -64,8 +65,13 @@ void sieve__route_points_upsert(sieve__req *req, json_t *body) {
     sieve_collection_info info;
     if (sieve__collection_info(req, &info, &e)) goto fail;
     uint32_t dim = info.config.dim;
-    if (sieve__upsert_parse(req->body.p, req->body.len, dim, &u, &e)) goto fail;
-    sieve__req_release_body(req);
+    if (req->binary_body) {
+        /* float32 rows stay in the body: it is released after the store call */
+        if (sieve__upsert_parse_binary(req->body.p, req->body.len, dim, &u, &e)) goto fail;
+    } else {
+        if (sieve__upsert_parse(req->body.p, req->body.len, dim, &u, &e)) goto fail;
+        sieve__req_release_body(req);
+    }
     if (u.n && info.config.metric != SIEVE_METRIC_COSINE) {
         void *tmp = malloc((size_t)dim * sizeof(float));
         if (!tmp) {
@@ -74,7 +80,8 @@ void sieve__route_points_upsert(sieve__req *req, json_t *body) {
         }
         for (size_t i = 0; i < u.n; i++) {
             char path[64];
-            if (u.batch_form) sieve__pathf(path, sizeof path, "batch.vectors[%zu]", i);
+            if (req->binary_body) sieve__pathf(path, sizeof path, "rows[%zu]", i);
+            else if (u.batch_form) sieve__pathf(path, sizeof path, "batch.vectors[%zu]", i);
             else sieve__pathf(path, sizeof path, "points[%zu].vector", i);
             if (check_storable(&info.config, u.points[i].vector, path, tmp, &e)) {
                 free(tmp);
@@ -88,15 +95,18 @@ void sieve__route_points_upsert(sieve__req *req, json_t *body) {
         int rc = sieve_store_upsert(req->srv->store, req->name, u.points, u.n);
         if (rc) {
             sieve__upsert_free(&u);
+            sieve__req_release_body(req);
             reply_store_error(req, rc, "upsert");
             return;
         }
     }
     sieve__upsert_free(&u);
+    sieve__req_release_body(req);
     reply_update(req);
     return;
 fail:
     sieve__upsert_free(&u);
+    sieve__req_release_body(req);
     sieve__reply_err(req, &e);
 }
 

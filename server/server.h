@@ -210,6 +210,7 @@ typedef struct sieve__req {
     int incoming;                  /* counted in srv->searches_incoming */
     sieve__search_job *job;        /* a search waiting for the batcher (owned) */
     int suspended;                 /* set by sieve__req_suspend; read by the pool thread only */
+    int binary_body;               /* Content-Type is SIEVE_BIN_MEDIA_TYPE (upsert only) */
 } sieve__req;
 
 /* ---------------------------------------------------------------- replies (reply.c) */
@@ -315,6 +316,24 @@ typedef struct sieve__upsert {
 int sieve__upsert_parse(const char *body, size_t len, uint32_t dim, sieve__upsert *u,
                         sieve__err *e);
 void sieve__upsert_free(sieve__upsert *u);
+
+/* The binary upsert body (server/README.md, "Binary upsert"), selected by this media type
+ * in Content-Type. Little-endian: a 32-byte header (magic, version, dtype, flags, dim,
+ * count, payload_bytes), count uint64 ids, count x dim rows of the dtype, then payload_bytes
+ * of a JSON array (one object or null per point) when flag bit 0 is set. */
+#define SIEVE_BIN_MEDIA_TYPE "application/x-sieve-points"
+#define SIEVE_BIN_MAGIC "SVPT"
+#define SIEVE_BIN_VERSION 1u
+#define SIEVE_BIN_HEADER 32u
+#define SIEVE_BIN_FLAG_PAYLOADS 1u
+enum { SIEVE_BIN_F32 = 0, SIEVE_BIN_F16 = 1, SIEVE_BIN_BF16 = 2 };
+
+/* Parses a binary upsert body (len bytes at body) for a collection of dim. float32 rows are
+ * used in place (u->points[i].vector points into body: keep body alive until the store call
+ * returns); 16-bit rows are widened into u->vectors. 0, or -1 with e filled (400 naming what
+ * is wrong, 500). u must be freed with sieve__upsert_free either way. */
+int sieve__upsert_parse_binary(const char *body, size_t len, uint32_t dim, sieve__upsert *u,
+                               sieve__err *e);
 
 /* ---------------------------------------------------------------- filters (filter.c) */
 

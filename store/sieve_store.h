@@ -30,9 +30,11 @@
  * requests into one durable LMDB transaction (group commit), each request in its own nested
  * transaction so that a failing request fails alone; each request is applied atomically (all
  * of it or none of it) and the call returns after the commit is durable and visible to
- * snapshots opened afterwards. Callers check, normalise, convert and take norms of their
- * vectors in their own thread (large batches on a few short-lived helper threads), so several
- * concurrent callers overlap that work with the writer's commits. A snapshot is used by one
+ * snapshots opened afterwards (while a commit copies its pages into the page cache, a
+ * helper thread starts the kernel's writeback of what is already there, so the commit's
+ * fdatasync has less left to wait for). Callers check, normalise, convert and take norms of
+ * their vectors in their own thread (large batches on a few short-lived helper threads), so
+ * several concurrent callers overlap that work with the writer's commits. A snapshot is used by one
  * thread at a time (it may move between threads).
  *
  * Memory: each commit builds a new immutable view of every collection it touched (deleted

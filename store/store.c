@@ -2,8 +2,9 @@
  *
  * Owns: opening the data directory (directory lock, LMDB environment, named databases),
  * the request queue, the writer thread with group commit (one durable LMDB transaction per
- * group, one nested transaction per request), growing the map on MDB_MAP_FULL, building and
- * publishing the next views after a commit, statistics and close.
+ * group, one nested transaction per request), the flusher thread (starts the kernel's
+ * writeback during a commit, see store_internal.h), growing the map on MDB_MAP_FULL,
+ * building and publishing the next views after a commit, statistics and close.
  * Must not: parse payloads or encode vectors (points.c does that in the caller's thread),
  * know the key formats beyond store_internal.h.
  *
@@ -382,6 +383,46 @@ static void maybe_grow(sieve_store *st) {
     if (used * 4 > st->map_bytes * 3 && st->map_bytes * 2 <= MAP_MAX) (void)grow_map(st, 0);
 }
 
+/* ---------------------------------------------------------------- the flusher */
+
+/* Writer thread: marks the start (1) or the end (0) of a commit. */
+static void flusher_set(sieve_store *st, int active) {
+    if (!st->flusher_started) return;
+    pthread_mutex_lock(&st->flush_mu);
+    st->flush_active = active;
+    if (active) pthread_cond_signal(&st->flush_cv);
+    pthread_mutex_unlock(&st->flush_mu);
+}
+
+static void *flusher_main(void *arg) {
+    sieve_store *st = arg;
+    pthread_mutex_lock(&st->flush_mu);
+    for (;;) {
+        while (!st->flush_active && !st->flush_stop)
+            pthread_cond_wait(&st->flush_cv, &st->flush_mu);
+        if (st->flush_stop) break;
+        pthread_mutex_unlock(&st->flush_mu);
+        /* start writeback of whatever the commit has copied so far; errors are the commit's
+         * own fdatasync's to report */
+        (void)sync_file_range(st->data_fd, 0, 0, SYNC_FILE_RANGE_WRITE);
+        struct timespec ts = {0, 4 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+        pthread_mutex_lock(&st->flush_mu);
+    }
+    pthread_mutex_unlock(&st->flush_mu);
+    return NULL;
+}
+
+static void flusher_stop(sieve_store *st) {
+    if (!st->flusher_started) return;
+    pthread_mutex_lock(&st->flush_mu);
+    st->flush_stop = 1;
+    pthread_cond_signal(&st->flush_cv);
+    pthread_mutex_unlock(&st->flush_mu);
+    pthread_join(st->flusher, NULL);
+    st->flusher_started = 0;
+}
+
 /* ---------------------------------------------------------------- group commit */
 
 static int apply_one(sieve_store *st, MDB_txn *txn, sieve__req *r) {
@@ -445,7 +486,9 @@ static int try_group(sieve_store *st, sieve__req **grp, size_t n) {
         return 0;
     }
     uint64_t t1 = now_ns();
+    flusher_set(st, 1);
     rc = sieve__mdb_err(mdb_txn_commit(txn));
+    flusher_set(st, 0);
     uint64_t t2 = now_ns();
     /* The id readers will see: LMDB commits a transaction that changed nothing without a
      * new id, so mdb_txn_id(txn) would be one ahead of every reader forever. */
@@ -583,6 +626,8 @@ static void store_free(sieve_store *st) {
     pthread_cond_destroy(&st->map_cv);
     pthread_mutex_destroy(&st->mu);
     pthread_cond_destroy(&st->queue_cv);
+    pthread_mutex_destroy(&st->flush_mu);
+    pthread_cond_destroy(&st->flush_cv);
     pthread_cond_destroy(&st->publish_cv);
     free(st);
 }
@@ -613,6 +658,8 @@ int sieve_store_open(const char *dir, const sieve_store_options *opts, sieve_sto
     pthread_cond_init(&st->map_cv, NULL);
     pthread_mutex_init(&st->mu, NULL);
     pthread_cond_init(&st->queue_cv, NULL);
+    pthread_mutex_init(&st->flush_mu, NULL);
+    pthread_cond_init(&st->flush_cv, NULL);
     pthread_cond_init(&st->publish_cv, NULL);
 
     int rc = 0;
@@ -658,11 +705,18 @@ int sieve_store_open(const char *dir, const sieve_store_options *opts, sieve_sto
         st->group = calloc(o.group_max, sizeof *st->group);
         if (!st->group) rc = SIEVE_ENOMEM;
     }
+    if (!rc && !o.no_sync && mdb_env_get_fd(st->env, &st->data_fd) == 0 &&
+        pthread_create(&st->flusher, NULL, flusher_main, st) == 0)
+        st->flusher_started = 1; /* optional: without it commits are only slower */
     if (!rc) {
         if (pthread_create(&st->writer, NULL, writer_main, st)) rc = SIEVE_ENOMEM;
         else st->writer_started = 1;
     }
-    if (rc) { store_free(st); return rc; }
+    if (rc) {
+        flusher_stop(st);
+        store_free(st);
+        return rc;
+    }
     *out = st;
     return 0;
 }
@@ -674,6 +728,7 @@ void sieve_store_close(sieve_store *st) {
     pthread_cond_signal(&st->queue_cv);
     pthread_mutex_unlock(&st->mu);
     if (st->writer_started) pthread_join(st->writer, NULL);
+    flusher_stop(st);
     store_free(st);
 }
 

@@ -168,6 +168,20 @@ struct sieve_store {
     uint64_t published_txnid;     /* the LMDB txn id the published views describe */
     sieve_store_stats stats;
 
+    /* The flusher: while the writer is inside mdb_txn_commit it starts the kernel's writeback
+     * of the data file's dirty pages every few milliseconds (sync_file_range, WRITE only), so
+     * the disk writes the first pages of a commit while LMDB still copies the last ones into
+     * the page cache, instead of only once the commit's fdatasync begins. It never waits for
+     * the disk and changes no ordering LMDB relies on (the kernel may write any dirty page
+     * at any time). Not started with no_sync. */
+    pthread_mutex_t flush_mu;
+    pthread_cond_t flush_cv;
+    int flush_active;             /* the writer is committing */
+    int flush_stop;
+    int data_fd;
+    pthread_t flusher;
+    int flusher_started;
+
     /* writer only */
     pthread_t writer;
     int writer_started;

@@ -261,9 +261,45 @@ Test(http_cli, create_ingest_count_get_delete_drop) {
     tc_out_free(&o);
 
     sieve(&o, "ingest", P("v.fbin"), "--ids", P("ids.u64bin"), "--payloads", P("c.tsv"), "-c",
-          "docs", "--parallel", "4", "--batch", "97", NULL);
+          "docs", "--parallel", "4", "--batch", "97", "--stats", NULL);
     ASSERT_OK(o);
     cr_assert(strstr(o.out, "it now has 3,000 points"), "%s", o.out);
+    /* the binary upsert body is the default over HTTP: 31 batches of 97 rows and the
+     * collection lookup */
+    cr_assert(strstr(o.err, "http: 32 requests (0 retries)") &&
+                  strstr(o.err, "of binary upserts sent"), "%s", o.err);
+    tc_out_free(&o);
+    /* the same through the JSON route (--json) stores the same points (6 batches, and
+     * the lookup, creation and second lookup of the collection) */
+    sieve(&o, "ingest", P("v.fbin"), "--ids", P("ids.u64bin"), "--payloads", P("c.tsv"), "-c",
+          "docs_json", "--create", "--parallel", "2", "--batch", "500", "--json", "--stats",
+          NULL);
+    ASSERT_OK(o);
+    cr_assert(strstr(o.out, "it now has 3,000 points"), "%s", o.out);
+    cr_assert(strstr(o.err, "http: 9 requests (0 retries)") && strstr(o.err, "of JSON sent"),
+              "%s", o.err);
+    tc_out_free(&o);
+    sieve(&o, "get", "-c", "docs_json", "1000", "39987", "--with-vector", "--json", NULL);
+    ASSERT_OK(o);
+    json_t *jj = parse(o.out);
+    cr_assert_eq(json_array_size(jj), 2);
+    for (size_t r = 0; r < 2; r++) {
+        json_t *p = json_array_get(jj, r);
+        uint64_t id = (uint64_t)json_integer_value(json_object_get(p, "id"));
+        size_t i = (size_t)(id - 1000) / 13;
+        cr_assert_str_eq(json_string_value(json_object_get(json_object_get(p, "payload"), "text")),
+                         g_texts[i]);
+        json_t *vec = json_object_get(p, "vector");
+        for (int d = 0; d < D; d++) {
+            float got = (float)json_number_value(json_array_get(vec, (size_t)d));
+            cr_assert_eq(memcmp(&got, &v[i * D + d], 4), 0, "--json id %llu [%d]: %a vs %a",
+                         (unsigned long long)id, d, (double)got, (double)v[i * D + d]);
+        }
+    }
+    json_decref(jj);
+    tc_out_free(&o);
+    sieve(&o, "ingest", P("v.fbin"), "-c", "docs", "--data-dir", P("x"), "--json", NULL);
+    cr_assert_eq(o.status, 2, "--json with --data-dir is a usage error: %s", o.err);
     tc_out_free(&o);
     sieve(&o, "count", "-c", "docs", NULL);
     ASSERT_OK(o);
@@ -466,6 +502,23 @@ Test(http_cli, upsert_from_stdin_and_jsonl_ingest) {
     cr_assert(strstr(o.err, "created collection 'js' (2 dimensions, Euclid, float32)"), "%s",
               o.err);
     tc_out_free(&o);
+    /* UUID ids cannot go in the binary body: their batches go as JSON */
+    f = fopen(P("u.jsonl"), "w");
+    fprintf(f, "{\"id\": 7, \"vector\": [1, 2]}\n");
+    fprintf(f, "{\"id\": \"550e8400-e29b-41d4-a716-446655440000\", \"vector\": [3, 4]}\n");
+    fprintf(f, "{\"id\": 8, \"vector\": [5, 6]}\n");
+    fclose(f);
+    sieve(&o, "ingest", P("u.jsonl"), "-c", "uu", "--create", "--batch", "2", "--stats", NULL);
+    ASSERT_OK(o);
+    cr_assert(strstr(o.out, "it now has 3 points"), "%s", o.out);
+    tc_out_free(&o);
+    sieve(&o, "get", "-c", "uu", "550e8400-e29b-41d4-a716-446655440000", "8", "--with-vector",
+          "--json", NULL);
+    ASSERT_OK(o);
+    j = parse(o.out);
+    cr_assert_eq(json_array_size(j), 2, "%s", o.out);
+    tc_out_free(&o);
+    json_decref(j);
     sieve(&o, "count", "-c", "js", "--filter",
           "{\"must\":[{\"key\":\"n\",\"range\":{\"gte\":100,\"lt\":200}}]}", NULL);
     ASSERT_OK(o);

@@ -762,6 +762,114 @@ Test(http, bad_input_is_rejected_before_sending) {
     stub_stop(&s);
 }
 
+static uint64_t rd_le(const unsigned char *p, int bytes) {
+    uint64_t v = 0;
+    for (int i = bytes - 1; i >= 0; i--) v = (v << 8) | p[i];
+    return v;
+}
+
+Test(http, binary_upsert_body_is_the_documented_layout) {
+    const stub_reply script[] = {
+        {503, "Retry-After: 0\r\n", "{\"status\":{\"error\":\"busy\"}}"},
+        {200, NULL,
+         "{\"result\":{\"operation_id\":1,\"status\":\"completed\"},\"status\":\"ok\"}"}};
+    stub s;
+    stub_start(&s, script, 2);
+    sieve_client *c = stub_client(&s, 2, "k3y");
+    enum { N = 3, D = 5 };
+    float v[N * D];
+    for (int i = 0; i < N * D; i++) v[i] = (float)i * 0.1f - 0.7f;
+    sieve_client_id ids[N] = {sieve_client_id_num(5), sieve_client_id_num(9223372036854775807ull),
+                              sieve_client_id_num(0)};
+    const char *pl[N] = {"{\"a\":1}", NULL, " {\"t\":\"x\"} "};
+    int rc = sieve_client_upsert_binary(c, "my coll", ids, v, SIEVE_CLIENT_FLOAT32, N, D, pl);
+    cr_assert_eq(rc, 0, "%s", sieve_client_message(c));
+    /* float16 rows, no payloads; then a JSON call still says application/json */
+    uint16_t h[2 * 2] = {0x3c00, 0xc000, 0x3800, 0x0001};
+    rc = sieve_client_upsert_binary(c, "f", ids, h, SIEVE_CLIENT_FLOAT16, 2, 2, NULL);
+    cr_assert_eq(rc, 0, "%s", sieve_client_message(c));
+    sieve_client_point pt = {sieve_client_id_num(1), v, NULL, 0};
+    cr_assert_eq(sieve_client_upsert(c, "f", &pt, 1, D), 0, "%s", sieve_client_message(c));
+    cr_assert_eq(s.nreq, 4, "a retry after 503 and two more requests: %d", s.nreq);
+    for (int r = 0; r < 3; r++) {
+        cr_assert(strcasestr(s.reqs[r].head, "\r\ncontent-type: application/x-sieve-points\r\n"),
+                  "request %d: %s", r, s.reqs[r].head);
+        cr_assert(strcasestr(s.reqs[r].head, "\r\napi-key: k3y\r\n"), "%s", s.reqs[r].head);
+    }
+    cr_assert(strcasestr(s.reqs[3].head, "\r\ncontent-type: application/json\r\n"), "%s",
+              s.reqs[3].head);
+    cr_assert_str_eq(s.reqs[1].path, "/collections/my%20coll/points?wait=true");
+    cr_assert_eq(s.reqs[0].body_len, s.reqs[1].body_len);
+    cr_assert_eq(memcmp(s.reqs[0].body, s.reqs[1].body, s.reqs[0].body_len), 0, "retry differs");
+    const unsigned char *b = (const unsigned char *)s.reqs[1].body;
+    const char *want_pl = "[{\"a\":1},null, {\"t\":\"x\"} ]";
+    size_t pbytes = strlen(want_pl);
+    cr_assert_eq(s.reqs[1].body_len, 32 + N * 8 + N * D * 4 + pbytes, "body %zu bytes",
+                 s.reqs[1].body_len);
+    cr_assert_eq(memcmp(b, "SVPT", 4), 0);
+    cr_assert_eq(rd_le(b + 4, 2), 1, "version");
+    cr_assert_eq(rd_le(b + 6, 2), 0, "dtype");
+    cr_assert_eq(rd_le(b + 8, 4), 1, "flags");
+    cr_assert_eq(rd_le(b + 12, 4), D, "dim");
+    cr_assert_eq(rd_le(b + 16, 8), N, "count");
+    cr_assert_eq(rd_le(b + 24, 8), pbytes, "payload_bytes");
+    for (int i = 0; i < N; i++) cr_assert_eq(rd_le(b + 32 + 8 * i, 8), ids[i].num, "id %d", i);
+    for (int i = 0; i < N * D; i++) {
+        uint32_t w = (uint32_t)rd_le(b + 32 + 8 * N + 4 * i, 4), want;
+        memcpy(&want, &v[i], 4);
+        cr_assert_eq(w, want, "value %d: %08x != %08x", i, w, want);
+    }
+    cr_assert_eq(memcmp(b + 32 + 8 * N + 4 * N * D, want_pl, pbytes), 0, "payloads: %.*s",
+                 (int)pbytes, (const char *)b + 32 + 8 * N + 4 * N * D);
+    const unsigned char *h2 = (const unsigned char *)s.reqs[2].body;
+    cr_assert_eq(s.reqs[2].body_len, 32 + 2 * 8 + 4 * 2);
+    cr_assert_eq(rd_le(h2 + 6, 2), 1, "float16 dtype");
+    cr_assert_eq(rd_le(h2 + 8, 4), 0, "no payload flag");
+    cr_assert_eq(rd_le(h2 + 24, 8), 0, "no payload bytes");
+    for (int i = 0; i < 4; i++) cr_assert_eq(rd_le(h2 + 48 + 2 * i, 2), h[i], "half %d", i);
+    sieve_client_close(c);
+    stub_stop(&s);
+}
+
+Test(http, binary_upsert_rejects_bad_input_before_sending) {
+    const stub_reply script[] = {{200, NULL, "{\"result\":{},\"status\":\"ok\"}"}};
+    stub s;
+    stub_start(&s, script, 1);
+    sieve_client *c = stub_client(&s, 0, NULL);
+    float v[4] = {1, 2, 3, 4};
+    sieve_client_id id = sieve_client_id_num(1), uid;
+    cr_assert_eq(sieve_client_id_parse("550e8400-e29b-41d4-a716-446655440000", &uid), 0);
+    cr_assert_eq(sieve_client_upsert_binary(c, "d", &uid, v, SIEVE_CLIENT_FLOAT32, 1, 4, NULL),
+                 SIEVE_EINVAL);
+    cr_assert(strstr(sieve_client_message(c), "UUID"), "%s", sieve_client_message(c));
+    sieve_client_id big = sieve_client_id_num(9223372036854775808ull);
+    cr_assert_eq(sieve_client_upsert_binary(c, "d", &big, v, SIEVE_CLIENT_FLOAT32, 1, 4, NULL),
+                 SIEVE_EINVAL);
+    cr_assert(strstr(sieve_client_message(c), "2^63-1"), "%s", sieve_client_message(c));
+    cr_assert_eq(sieve_client_upsert_binary(c, "d", &id, v, (sieve_client_dtype)7, 1, 4, NULL),
+                 SIEVE_EINVAL);
+    cr_assert_eq(sieve_client_upsert_binary(c, "d", &id, v, SIEVE_CLIENT_FLOAT32, 0, 4, NULL),
+                 SIEVE_EINVAL);
+    cr_assert_eq(sieve_client_upsert_binary(c, "d", &id, NULL, SIEVE_CLIENT_FLOAT32, 1, 4, NULL),
+                 SIEVE_EINVAL);
+    cr_assert_eq(sieve_client_upsert_binary(c, "", &id, v, SIEVE_CLIENT_FLOAT32, 1, 4, NULL),
+                 SIEVE_EINVAL);
+    v[3] = NAN;
+    cr_assert_eq(sieve_client_upsert_binary(c, "d", &id, v, SIEVE_CLIENT_FLOAT32, 1, 4, NULL),
+                 SIEVE_ENONFINITE);
+    cr_assert(strstr(sieve_client_message(c), "element 3"), "%s", sieve_client_message(c));
+    v[3] = 4;
+    uint16_t h[4] = {0x3c00, 0x7c00, 0, 0}; /* float16 infinity */
+    cr_assert_eq(sieve_client_upsert_binary(c, "d", &id, h, SIEVE_CLIENT_FLOAT16, 1, 4, NULL),
+                 SIEVE_ENONFINITE);
+    const char *bad[1] = {"{\"a\":}"};
+    cr_assert_eq(sieve_client_upsert_binary(c, "d", &id, v, SIEVE_CLIENT_FLOAT32, 1, 4, bad),
+                 SIEVE_EPARSE);
+    cr_assert_eq(s.nreq, 0, "%d requests were sent", s.nreq);
+    sieve_client_close(c);
+    stub_stop(&s);
+}
+
 Test(http, search_replies_become_typed_records) {
     const stub_reply script[] = {
         {200, NULL,

@@ -207,14 +207,17 @@ static size_t on_read(char *buf, size_t sz, size_t n, void *ud) {
 }
 
 static int request(const th_server *s, const char *method, const char *path, const char *body,
-                   size_t len, int chunked, const char *auth_header, th_resp *r) {
+                   size_t len, int chunked, const char *auth_header, const char *ctype,
+                   th_resp *r) {
     memset(r, 0, sizeof *r);
     CURL *c = curl_easy_init();
     if (!c) return -1;
     char url[2048];
     snprintf(url, sizeof url, "http://127.0.0.1:%d%s", s->port, path);
     struct curl_slist *h = NULL;
-    h = curl_slist_append(h, "Content-Type: application/json");
+    char ct_line[256];
+    snprintf(ct_line, sizeof ct_line, "Content-Type: %s", ctype ? ctype : "application/json");
+    h = curl_slist_append(h, ct_line);
     if (auth_header) h = curl_slist_append(h, auth_header);
     upload up = {body, len};
     curl_easy_setopt(c, CURLOPT_URL, url);
@@ -255,19 +258,26 @@ int th_req(const th_server *s, const char *method, const char *path, const char 
            const char *key, th_resp *r) {
     char hdr[600];
     if (key) snprintf(hdr, sizeof hdr, "api-key: %s", key);
-    return request(s, method, path, body, body ? strlen(body) : 0, 0, key ? hdr : NULL, r);
+    return request(s, method, path, body, body ? strlen(body) : 0, 0, key ? hdr : NULL, NULL, r);
+}
+
+int th_req_ct(const th_server *s, const char *method, const char *path, const void *body,
+              size_t len, const char *content_type, const char *key, th_resp *r) {
+    char hdr[600];
+    if (key) snprintf(hdr, sizeof hdr, "api-key: %s", key);
+    return request(s, method, path, body, len, 0, key ? hdr : NULL, content_type, r);
 }
 
 int th_req_bearer(const th_server *s, const char *method, const char *path, const char *body,
                   const char *token, th_resp *r) {
     char hdr[600];
     snprintf(hdr, sizeof hdr, "Authorization: Bearer %s", token);
-    return request(s, method, path, body, body ? strlen(body) : 0, 0, hdr, r);
+    return request(s, method, path, body, body ? strlen(body) : 0, 0, hdr, NULL, r);
 }
 
 int th_req_chunked(const th_server *s, const char *method, const char *path, const char *body,
                    size_t len, th_resp *r) {
-    return request(s, method, path, body, len, 1, NULL, r);
+    return request(s, method, path, body, len, 1, NULL, NULL, r);
 }
 
 void th_resp_free(th_resp *r) {

@@ -51,6 +51,9 @@ typedef struct th_resp {
  * may be NULL. Returns 0 when an HTTP reply came back. */
 int th_req(const th_server *s, const char *method, const char *path, const char *body,
            const char *key, th_resp *r);
+/* Sends len bytes of body (any bytes; NULL with len 0 for none) with this Content-Type. */
+int th_req_ct(const th_server *s, const char *method, const char *path, const void *body,
+              size_t len, const char *content_type, const char *key, th_resp *r);
 /* Like th_req with an Authorization: Bearer header instead. */
 int th_req_bearer(const th_server *s, const char *method, const char *path, const char *body,
                   const char *token, th_resp *r);
