@@ -202,6 +202,14 @@ typedef struct sieve_snapshot sieve_snapshot;
 int sieve_snapshot_open(sieve_store *st, const char *collection, sieve_snapshot **out);
 void sieve_snapshot_close(sieve_snapshot *snap);
 
+/* 1 when snap may serve another batch of reads as if it had just been opened: the
+ * collection's published state is still the one snap sees (no commit has changed it since,
+ * and it was not dropped or re-created) and no writer is waiting for snapshots to close so
+ * it can grow the map. 0 otherwise (also for NULL): close snap and open a new one. Cheap
+ * (two short locks, no LMDB call); callable by the thread that holds snap. A long-lived
+ * snapshot holds LMDB pages freed by later writes, so callers should also bound its age. */
+int sieve_snapshot_is_current(sieve_snapshot *snap);
+
 /* The collection's info as of this snapshot. */
 const sieve_collection_info *sieve_snapshot_info(const sieve_snapshot *snap);
 
