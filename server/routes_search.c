@@ -3,7 +3,8 @@
  * Owns: validating points/search, points/search/batch, points/query and points/query/batch
  * requests (vector, limit, offset, filter, with_payload, with_vector, score_threshold),
  * turning them into a search job for the batcher, suspending the connection, and building
- * the reply once the batcher has answered every query of the job.
+ * the reply (the JSON of every result) on the connection's thread once the batcher has
+ * answered every query of the job and resumed it.
  * Must not: run searches itself or block a pool thread waiting for one.
  *
  * Limits: limit is 1..16384 and offset + limit (the k asked of the kernel) at most 16384
@@ -251,6 +252,44 @@ fail:
     sieve__reply_err(req, &e);
 }
 
+/* Writes q's ScoredPoint list from the hits the batcher kept. Returns 0, or -1 when a
+ * stored payload cannot be read as JSON. */
+static int write_hits(const sieve__query *q, sieve__sbuf *o) {
+    sieve__sbuf_putc(o, '[');
+    for (uint32_t i = 0; i < q->n_hits; i++) {
+        const sieve__hit *h = &q->hits[i];
+        if (i) sieve__sbuf_putc(o, ',');
+        sieve__sbuf_puts(o, "{\"id\":");
+        sieve__sbuf_id(o, &h->id);
+        sieve__sbuf_puts(o, ",\"version\":0,\"score\":");
+        sieve__sbuf_float(o, h->score);
+        sieve__sbuf_puts(o, ",\"payload\":");
+        if (q->payload.mode != SIEVE_PSEL_NONE) {
+            const char *pj = h->has_payload && q->payloads.p ? q->payloads.p + h->payload_off
+                                                               : NULL;
+            if (sieve__psel_write(&q->payload, pj, h->has_payload ? h->payload_len : 0, o))
+                return -1;
+        } else {
+            sieve__sbuf_puts(o, "null");
+        }
+        sieve__sbuf_puts(o, ",\"vector\":");
+        if (h->has_vector) {
+            const float *v = q->vectors + (size_t)i * q->dim;
+            sieve__sbuf_putc(o, '[');
+            for (uint32_t d = 0; d < q->dim; d++) {
+                if (d) sieve__sbuf_putc(o, ',');
+                sieve__sbuf_float(o, v[d]);
+            }
+            sieve__sbuf_putc(o, ']');
+        } else {
+            sieve__sbuf_puts(o, "null");
+        }
+        sieve__sbuf_putc(o, '}');
+    }
+    sieve__sbuf_putc(o, ']');
+    return 0;
+}
+
 void sieve__search_job_reply(sieve__search_job *job) {
     sieve__req *req = job->req;
     int batch = job->kind == SIEVE_JOB_SEARCH_BATCH || job->kind == SIEVE_JOB_QUERY_BATCH;
@@ -268,7 +307,14 @@ void sieve__search_job_reply(sieve__search_job *job) {
     for (size_t i = 0; i < job->n; i++) {
         if (i) sieve__sbuf_putc(&b, ',');
         if (query) sieve__sbuf_puts(&b, "{\"points\":");
-        sieve__sbuf_put(&b, job->q[i].result.p, job->q[i].result.len);
+        if (write_hits(&job->q[i], &b)) {
+            sieve__sbuf_free(&b);
+            if (batch)
+                sieve__reply_error(req, 500, "searches[%zu]: internal error: a stored payload "
+                                             "is unreadable", i);
+            else sieve__reply_error(req, 500, "internal error: a stored payload is unreadable");
+            return;
+        }
         if (query) sieve__sbuf_putc(&b, '}');
     }
     if (batch) sieve__sbuf_putc(&b, ']');

@@ -12,16 +12,6 @@
 
 TestSuite(lifecycle, .init = fixture_init, .fini = fixture_fini);
 
-static double metric_value(const char *text, const char *name) {
-    const char *p = text;
-    size_t n = strlen(name);
-    while ((p = strstr(p, name))) {
-        if ((p == text || p[-1] == '\n') && p[n] == ' ') return atof(p + n + 1);
-        p += n;
-    }
-    return -1;
-}
-
 Test(lifecycle, data_survives_a_restart) {
     START(END);
     go("PUT", "/collections/keep", "{\"vectors\":{\"size\":4,\"distance\":\"Cosine\","
