@@ -160,6 +160,58 @@ static int parse_query(const json_t *o, const char *path, uint32_t dim, sieve__q
     return parse_common(o, path, 0, q, e);
 }
 
+/* Hands job (owned by req from here) to the batcher, the connection suspended. */
+static void submit(sieve__req *req, sieve__search_job *job) {
+    /* Suspend first: the batcher may answer before this handler returns. */
+    req->job = job;
+    sieve__req_suspend(req);
+    int rc = sieve__batcher_submit(req->srv->batcher, job);
+    if (rc) {
+        if (rc == SIEVE_EBUSY)
+            sieve__reply_error(req, 503, "too many queued searches on collection '%s'; retry "
+                                         "later", req->name);
+        else if (rc == SIEVE_ECLOSED)
+            sieve__reply_error(req, 503, "the server is shutting down");
+        else sieve__reply_error(req, 500, "cannot queue the search: %s", sieve_strerror(rc));
+        sieve__req_resume(req);
+    }
+}
+
+int sieve__route_search_plain(sieve__req *req) {
+    sieve_collection_info info;
+    if (req->route != SIEVE_R_SEARCH || !req->body.p ||
+        sieve_store_collection_info(req->srv->store, req->name, &info))
+        return 0; /* the generic path answers, 404 included */
+    uint32_t dim = info.config.dim;
+    float *v = malloc((size_t)dim * sizeof *v);
+    uint32_t limit = 0, offset = 0;
+    if (!v || !sieve__search_parse_plain(req->body.p, req->body.len, dim, v, &limit, &offset)) {
+        free(v);
+        return 0;
+    }
+    sieve__search_job *job = calloc(1, sizeof *job);
+    if (job) job->q = calloc(1, sizeof *job->q);
+    if (!job || !job->q) {
+        free(v);
+        free(job);
+        return 0; /* out of memory: the generic path reports it */
+    }
+    job->n = 1;
+    job->req = req;
+    job->srv = req->srv;
+    job->kind = SIEVE_JOB_SEARCH;
+    sieve__pathf(job->collection, sizeof job->collection, "%s", req->name);
+    sieve__query *q = &job->q[0];
+    q->vector = v;
+    q->dim = dim;
+    q->limit = limit;
+    q->offset = offset;
+    q->payload.mode = SIEVE_PSEL_NONE;
+    sieve__req_release_body(req);
+    submit(req, job);
+    return 1;
+}
+
 void sieve__route_search(sieve__req *req, json_t *body) {
     sieve__err e;
     sieve_collection_info info;
@@ -233,19 +285,7 @@ void sieve__route_search(sieve__req *req, json_t *body) {
                     SIEVE_SERVER_MAX_VECTOR_VALUES);
         goto fail;
     }
-    /* Suspend first: the batcher may answer before this handler returns. */
-    req->job = job;
-    sieve__req_suspend(req);
-    int rc = sieve__batcher_submit(req->srv->batcher, job);
-    if (rc) {
-        if (rc == SIEVE_EBUSY)
-            sieve__reply_error(req, 503, "too many queued searches on collection '%s'; retry "
-                                         "later", req->name);
-        else if (rc == SIEVE_ECLOSED)
-            sieve__reply_error(req, 503, "the server is shutting down");
-        else sieve__reply_error(req, 500, "cannot queue the search: %s", sieve_strerror(rc));
-        sieve__req_resume(req);
-    }
+    submit(req, job);
     return;
 fail:
     sieve__job_free(job);

@@ -319,6 +319,15 @@ int sieve__upsert_parse(const char *body, size_t len, uint32_t dim, sieve__upser
                         sieve__err *e);
 void sieve__upsert_free(sieve__upsert *u);
 
+/* Reads a search body of exactly the form {"vector": [dim numbers], "limit": N} with an
+ * optional "offset": M (keys in any order, each once) whose values the generic path would
+ * accept: finite float32 values, 1 <= N, 0 <= M, N + M <= SIEVE_SERVER_MAX_K. Returns 1 with
+ * vector (dim floats, converted exactly as jansson's path converts them), *limit and
+ * *offset filled; 0 for anything else (a syntax error, another key, a bad value): then the
+ * caller parses the body with the generic path, which answers or explains the error. */
+int sieve__search_parse_plain(const char *body, size_t len, uint32_t dim, float *vector,
+                              uint32_t *limit, uint32_t *offset);
+
 /* ---------------------------------------------------------------- filters (filter.c) */
 
 typedef struct sieve__filter sieve__filter;
@@ -470,6 +479,10 @@ void sieve__route_points_delete(sieve__req *req, json_t *body);
 void sieve__route_points_count(sieve__req *req, json_t *body);
 void sieve__route_points_scroll(sieve__req *req, json_t *body);
 void sieve__route_search(sieve__req *req, json_t *body);
+/* POST .../points/search from the raw body when it has the plainest form
+ * (sieve__search_parse_plain): 1 when it handled the request (queued or answered it), 0
+ * when the caller must parse the body and call sieve__route_search. */
+int sieve__route_search_plain(sieve__req *req);
 void sieve__route_index(sieve__req *req, json_t *body);
 
 /* Looks up the collection of req (404 when absent). */
