@@ -215,6 +215,31 @@ typedef struct lane_ctx {
     char failure[256];
 } lane_ctx;
 
+/* The materialized full sort of the snapshot's own matrix on dev (for CUDA over a device
+ * copy, so the keys come from the same scorer as the cache's search). */
+static int materialized_ref(sieve_device *dev, const sieve_matrix *host, const uint64_t *allowed,
+                            const float *q, uint32_t nq, const sieve_search_params *p,
+                            int64_t *rows, float *sc, uint32_t *cnt) {
+    sieve_matrix m = *host;
+    m.allowed = allowed;
+    if (sieve_device_get_kind(dev) == SIEVE_DEVICE_CPU)
+        return sieve_knn_materialized(dev, &m, q, nq, p, rows, sc, cnt, NULL);
+    sieve_dev_matrix *dm = NULL;
+    int rc = sieve_dev_matrix_create(dev, m.dtype, m.n_rows, m.dim, m.rows_per_page, &dm);
+    size_t rb = (size_t)m.rows_per_page * m.dim * sieve_dtype_size(m.dtype);
+    uint64_t pages = (m.n_rows + m.rows_per_page - 1) / m.rows_per_page;
+    for (uint64_t pg = 0; pg < pages && !rc; pg++) {
+        rc = sieve_device_upload(dev, (unsigned char *)sieve_dev_matrix_rows(dm) + pg * rb, m.pages[pg], rb);
+        if (!rc)
+            rc = sieve_device_upload(dev, sieve_dev_matrix_norms(dm) + pg * m.rows_per_page, m.norm_pages[pg],
+                                     (size_t)m.rows_per_page * 4);
+    }
+    if (!rc) rc = sieve_dev_matrix_set_masks(dm, m.deleted, allowed);
+    if (!rc) rc = sieve_knn_materialized(dev, sieve_dev_matrix_view(dm), q, nq, p, rows, sc, cnt, NULL);
+    sieve_dev_matrix_destroy(dm);
+    return rc;
+}
+
 /* One worker: its own device and lane; searches fresh snapshots while the writer runs and
  * checks each answer against the materialized full sort of that snapshot's own matrix. Odd
  * searches use a filter mask of its own (rows r % 3 == index % 3), so lanes sharing a mask
@@ -223,7 +248,7 @@ static void *lane_main(void *arg) {
     lane_ctx *c = arg;
     sieve_device *dev = NULL, *ref = NULL;
     sieve_devcache_lane *lane = NULL;
-    if (sieve_device_open(c->spec, &dev) || sieve_device_open("cpu:1", &ref) ||
+    if (sieve_device_open(c->spec, &dev) || sieve_device_open(c->spec, &ref) ||
         sieve_devcache_lane_create(c->dc, dev, &lane)) {
         snprintf(c->failure, sizeof c->failure, "cannot open a device or lane");
         goto out;
@@ -242,8 +267,8 @@ static void *lane_main(void *arg) {
         if (info->generation > c->generations_seen[1]) c->generations_seen[1] = info->generation;
         uint32_t dim = info->config.dim;
         float q[3 * 32];
-        sieve_device_fill_normal(ref, q, SIEVE_DTYPE_F32, (size_t)nq * dim,
-                                 1000 + (uint64_t)c->index * 100000 + it, 1.0f);
+        for (uint32_t i = 0; i < nq * dim; i++) /* host values, whatever the device */
+            q[i] = (float)(((1000 + (uint64_t)c->index * 100000 + it) * 2654435761u + i * 40503u) % 2001) / 1000.0f - 1.0f;
         uint64_t *allow = NULL;
         if (it % 2) {
             size_t words = (size_t)((info->rows + 63) / 64);
@@ -258,9 +283,8 @@ static void *lane_main(void *arg) {
         float sc[3 * 12], rsc[3 * 12];
         uint32_t cnt[3], rcnt[3];
         rc = sieve_devcache_lane_knn(lane, snap, allow, q, nq, &p, rows, sc, cnt, NULL);
-        sieve_matrix m = *sieve_snapshot_matrix(snap);
-        m.allowed = allow;
-        int rrc = rc ? 0 : sieve_knn_materialized(ref, &m, q, nq, &p, rrows, rsc, rcnt, NULL);
+        int rrc = rc ? 0 : materialized_ref(ref, sieve_snapshot_matrix(snap), allow, q, nq, &p,
+                                            rrows, rsc, rcnt);
         if (rc || rrc) {
             snprintf(c->failure, sizeof c->failure, "lane %d search %lu: %s / reference %s",
                      c->index, it, sieve_strerror(rc), sieve_strerror(rrc));
