@@ -1,19 +1,34 @@
 /* batcher.c: the query batcher of sieve-server.
  *
- * Owns: one queue per collection and one worker thread per search device. A worker takes
- * the collection whose oldest query has waited longest, waits up to the batch window for
- * company while fewer than batch_max queries wait, then takes up to batch_max of them and
- * answers them inside one store snapshot: queries with the same filter share one allowed-row
- * mask (built by visiting the rows, reused across batches while the collection does not
- * change), queries with the same filter and k share one sieve_knn call, and rows are mapped
- * to ids and payloads in that same snapshot. When the last query of a request is answered,
- * the worker builds the reply and resumes the connection.
- * Must not: parse HTTP bodies (routes validate before submitting) or write to the store.
+ * Owns: one queue per collection and the batch workers: --batch-workers of them per search
+ * device (default 2 on a GPU, 1 on the CPU). A worker takes the collection whose oldest
+ * query has waited longest, waits up to the batch window for company while fewer than
+ * batch_max queries wait, then takes up to batch_max of them and answers them inside one
+ * store snapshot: queries with the same filter share one allowed-row mask (built by visiting
+ * the rows, reused across batches while the collection does not change), queries with the
+ * same filter and k share one kernel call, and result rows are mapped to ids (and, when
+ * asked, payload bytes and vectors) in that same snapshot. When the last query of a request
+ * is answered, the worker resumes the connection; the reply's JSON is built afterwards on
+ * the connection's own HTTP thread (sieve__search_job_reply), not here.
+ * Must not: parse HTTP bodies (routes validate before submitting), format replies, or write
+ * to the store.
  *
- * Devices: every search goes through the store's device page cache (sieve_devcache_knn),
- * one per worker: on the CPU it searches the snapshot's pages where they lie in LMDB's map;
- * on a GPU it keeps pages resident (refreshed by page generation) and streams collections
- * larger than its budget, exactly.
+ * Pipelining: the workers of one device run concurrently, so while one worker's batch is on
+ * the device the next worker collects, opens its snapshot and prepares the next batch, and
+ * a finished worker maps rows to ids and resumes connections beside the next kernel call.
+ * Each worker owns its own device handle (so its own stream and kernel scratch, see
+ * kernels/sieve_kernels.h), its own lane into the device's page cache, its own mask cache,
+ * host buffers and snapshot; the only things the workers of a device share are the queues
+ * (under the batcher's mutex) and the page cache (sieve_devcache, which locks itself: a
+ * resident collection is refreshed only while no worker's search reads it).
+ *
+ * Snapshots: a worker keeps its snapshot for the next batch of the same collection while
+ * sieve_snapshot_is_current says nothing changed (at most SNAP_MAX_AGE_S), and closes it
+ * before it goes idle, so a writer that must grow the map never waits for an idle worker.
+ *
+ * Devices: every search goes through the store's device page cache: on the CPU it searches
+ * the snapshot's pages where they lie in LMDB's map; on a GPU it keeps pages resident
+ * (refreshed by page generation) and streams collections larger than its budget, exactly.
  *
  * Thread-safety: submit may be called from any thread; everything else is internal.
  */
@@ -31,8 +46,9 @@ typedef struct cqueue {
     char name[SIEVE_NAME_MAX + 1];
     sieve__query *head, *tail;
     size_t len;
-    size_t expect;       /* queries in the system when the previous batch was answered:
-                            its own plus those queued meanwhile */
+    size_t inflight;     /* queries taken by workers and not answered yet */
+    size_t expect;       /* queries in the system when a batch was last answered: its own,
+                            those queued meanwhile and those in other workers' hands */
     double last_done;    /* when that batch was answered (monotonic seconds) */
     double last_cost;    /* how long answering it took (seconds) */
     struct cqueue *next;
@@ -49,22 +65,41 @@ typedef struct mask_entry {
 } mask_entry;
 #define MASK_CACHE 8
 
+/* A kept snapshot serves further batches for at most this long (LMDB cannot reuse pages
+ * freed after a read transaction began while it is open). */
+#define SNAP_MAX_AGE_S 0.5
+
 typedef struct worker {
     sieve__batcher *b;
     pthread_t thread;
     int started;
-    sieve_device *dev;
-    sieve_devcache *dc;         /* the store's device page cache for dev */
+    struct worker *head;        /* the first worker of this device: owns dc and the gauges */
+    sieve_device *dev;          /* this worker's own handle (stream, kernel scratch) */
+    sieve_devcache *dc;         /* the device's page cache (owned by head) */
+    sieve_devcache_lane *lane;  /* this worker's way into dc */
     char spec[64];
     char desc[sizeof(((sieve_device_info *)0)->name) + 64]; /* device name, fixed at open */
     int is_cuda;
-    atomic_ullong mem_used;     /* device memory in use, refreshed after each batch */
-    atomic_ullong cache_bytes;  /* the page cache's resident bytes, after each batch */
+    uint32_t group_size;        /* workers on this device (head only) */
+    /* gauges of the device, in head: */
+    atomic_ullong mem_used;     /* device memory in use, refreshed after batches */
+    atomic_ullong cache_bytes;  /* the page cache's resident bytes */
     atomic_ullong pages_uploaded, streamed; /* the page cache's counters */
+    atomic_ullong last_info_ns; /* when mem_used was last queried */
     sieve__query **batch;       /* batch_max slots */
     struct cqueue *queue;       /* the queue of the batch in hand */
     mask_entry masks[MASK_CACHE];
     uint64_t tick;
+    /* the kept snapshot */
+    sieve_snapshot *snap;
+    char snap_name[SIEVE_NAME_MAX + 1];
+    double snap_opened;
+    /* host buffers of one kernel call, grown as needed */
+    float *qbuf;
+    int64_t *rbuf;
+    float *sbuf;
+    uint32_t *cbuf;
+    size_t qcap, rcap, scap, ccap;
 } worker;
 
 struct sieve__batcher {
@@ -88,19 +123,19 @@ void sieve__job_free(sieve__search_job *job) {
         sieve__filter_free(q->filter);
         free(q->filter_key);
         sieve__psel_free(&q->payload);
-        sieve__sbuf_free(&q->result);
+        free(q->hits);
+        sieve__sbuf_free(&q->payloads);
+        free(q->vectors);
     }
     free(job->q);
     free(job);
 }
 
-/* Marks q answered; the last answer of a job builds the reply and resumes the request. */
+/* Marks q answered; the last answer of a job resumes the request, whose HTTP thread then
+ * builds the reply from the queries' hits (the decrement publishes them to that thread). */
 static void query_done(sieve__query *q) {
     sieve__search_job *job = q->job;
-    if (atomic_fetch_sub(&job->pending, 1) == 1) {
-        sieve__search_job_reply(job);
-        sieve__req_resume(job->req);
-    }
+    if (atomic_fetch_sub(&job->pending, 1) == 1) sieve__req_resume(job->req);
 }
 
 static void query_fail(sieve__query *q, unsigned status, const char *msg) {
@@ -177,6 +212,12 @@ static void abs_deadline(struct timespec *ts, double wait_s) {
     ts->tv_nsec = (long)fmod(ns, 1e9);
 }
 
+static void drop_snapshot(worker *w) {
+    sieve_snapshot_close(w->snap);
+    w->snap = NULL;
+    w->snap_name[0] = 0;
+}
+
 /* Takes the next batch (up to batch_max queries of one collection) into w->batch, waiting
  * for work and for the batch window. Returns the count, or 0 when stopping and drained. */
 static size_t take_batch(worker *w, char *name) {
@@ -190,17 +231,26 @@ static size_t take_batch(worker *w, char *name) {
                 pthread_mutex_unlock(&b->mu);
                 return 0;
             }
+            if (w->snap) {
+                /* going idle: a kept snapshot must not hold up a writer (map growth) */
+                pthread_mutex_unlock(&b->mu);
+                drop_snapshot(w);
+                pthread_mutex_lock(&b->mu);
+                continue;
+            }
             pthread_cond_wait(&b->cv, &b->mu);
             continue;
         }
         /* Batch window. Closed-loop clients come back soon after their answers, so while
-         * fewer queries are queued than were in the system when the previous batch was
-         * answered (its own plus those that queued meanwhile), the queue waits for the
-         * rest: up to batch_wait_us plus 5% of the previous batch's cost, counted from the
-         * later of its head's arrival and that batch's completion. A lone client never
-         * waits (it expects 1), and the wait ends as soon as the expected count is there.
-         * A burst after a quiet spell is caught by the count of searches whose requests
-         * have arrived but are still being received or parsed.
+         * fewer queries are queued than the queue expects, it waits for the rest: up to
+         * batch_wait_us plus 5% of the previous batch's cost, counted from the later of its
+         * head's arrival and that batch's completion. It expects the queries that were in
+         * the system when a batch was last answered (that batch's, those queued meanwhile
+         * and those other workers held) less those other workers hold now: with two
+         * workers and 64 closed-loop clients each batch expects the 32 not on the device.
+         * A lone client never waits (it expects 1), and the wait ends as soon as the
+         * expected count is there. A burst after a quiet spell is caught by the count of
+         * searches whose requests have arrived but are still being received or parsed.
          * Other workers may take the queue meanwhile; then we look again. */
         double now = sieve__now_s();
         double since = now - (cq->head->t_enqueue > cq->last_done ? cq->head->t_enqueue
@@ -209,7 +259,8 @@ static size_t take_batch(worker *w, char *name) {
         if (!cfg->batch_wait_us) window = 0;
         /* ... and for searches already on their way: headers in, query not yet queued */
         size_t incoming = (size_t)atomic_load(&b->srv->searches_incoming);
-        size_t expect = cq->expect > cq->len + incoming ? cq->expect : cq->len + incoming;
+        size_t expect = cq->expect > cq->inflight ? cq->expect - cq->inflight : 0;
+        if (expect < cq->len + incoming) expect = cq->len + incoming;
         if (expect > cfg->batch_max) expect = cfg->batch_max;
         if (cq->len < expect && since < window && !b->stopping) {
             struct timespec ts;
@@ -226,6 +277,7 @@ static size_t take_batch(worker *w, char *name) {
         }
         if (!cq->head) cq->tail = NULL;
         cq->len -= n;
+        cq->inflight += n;
         b->queued -= n;
         w->queue = cq;
         snprintf(name, SIEVE_NAME_MAX + 1, "%s", cq->name);
@@ -290,72 +342,79 @@ static int get_mask(worker *w, sieve_snapshot *snap, const sieve__filter *f, con
 
 /* ---------------------------------------------------------------- answering */
 
-/* Writes q's ScoredPoint list from the kernel's rows/scores (count real entries). */
-static void format_results(sieve_snapshot *snap, sieve__query *q, sieve_metric metric,
-                           const int64_t *rows, const float *scores, uint32_t count,
-                           float *vecbuf) {
-    sieve__sbuf *o = &q->result;
-    sieve__sbuf_putc(o, '[');
-    int first = 1;
+/* Grows a buffer to hold n elements of size sz. Returns 0 or -1. */
+static int grow(void **p, size_t *cap, size_t n, size_t sz) {
+    if (*cap >= n) return 0;
+    size_t c = *cap ? *cap : 64;
+    while (c < n) c *= 2;
+    void *q = realloc(*p, c * sz);
+    if (!q) return -1;
+    *p = q;
+    *cap = c;
+    return 0;
+}
+
+/* Keeps q's results from the kernel's rows/scores (count real entries): point ids, and the
+ * stored payload bytes and vector when the query asks for them, all read in snap. The JSON
+ * is written later by the connection's thread. */
+static void collect_hits(sieve_snapshot *snap, sieve__query *q, sieve_metric metric,
+                         const int64_t *rows, const float *scores, uint32_t count) {
+    uint32_t n = 0;
     for (uint32_t i = q->offset; i < count; i++) {
         if (rows[i] < 0) break;
         float s = scores[i];
-        if (q->has_threshold) {
-            /* Euclid reports a distance (smaller is better): keep distance <= threshold. */
-            if (metric == SIEVE_METRIC_EUCLID ? !(s <= q->threshold) : !(s >= q->threshold))
-                break; /* results are sorted best first: the rest fail too */
-        }
+        /* Euclid reports a distance (smaller is better): keep distance <= threshold;
+           results are sorted best first, so the first failure ends the list */
+        if (q->has_threshold &&
+            (metric == SIEVE_METRIC_EUCLID ? !(s <= q->threshold) : !(s >= q->threshold)))
+            break;
+        n++;
+    }
+    q->n_hits = 0;
+    if (!n) return;
+    q->hits = malloc((size_t)n * sizeof *q->hits);
+    if (q->with_vector) q->vectors = malloc((size_t)n * q->dim * sizeof(float));
+    if (!q->hits || (q->with_vector && !q->vectors)) {
+        query_fail(q, 500, "out of memory");
+        return;
+    }
+    for (uint32_t j = 0; j < n; j++) {
+        uint32_t i = q->offset + j;
         uint64_t row = (uint64_t)rows[i];
-        sieve_point_id id;
-        int rc = sieve_snapshot_row_id(snap, row, &id);
-        if (rc) {
+        sieve__hit *h = &q->hits[j];
+        memset(h, 0, sizeof *h);
+        h->score = scores[i];
+        if (sieve_snapshot_row_id(snap, row, &h->id)) {
             query_fail(q, 500, "internal error: a result row has no point id");
             return;
         }
-        if (!first) sieve__sbuf_putc(o, ',');
-        first = 0;
-        sieve__sbuf_puts(o, "{\"id\":");
-        sieve__sbuf_id(o, &id);
-        sieve__sbuf_puts(o, ",\"version\":0,\"score\":");
-        sieve__sbuf_float(o, s);
-        sieve__sbuf_puts(o, ",\"payload\":");
         if (q->payload.mode != SIEVE_PSEL_NONE) {
             const char *pj = NULL;
             size_t pl = 0;
-            if (sieve_snapshot_row_payload(snap, row, &pj, &pl) ||
-                sieve__psel_write(&q->payload, pj, pl, o)) {
+            if (sieve_snapshot_row_payload(snap, row, &pj, &pl)) {
                 query_fail(q, 500, "internal error: a stored payload is unreadable");
                 return;
             }
-        } else {
-            sieve__sbuf_puts(o, "null");
-        }
-        sieve__sbuf_puts(o, ",\"vector\":");
-        if (q->with_vector && sieve_snapshot_row_vector(snap, row, vecbuf) == 0) {
-            sieve__sbuf_putc(o, '[');
-            for (uint32_t d = 0; d < q->dim; d++) {
-                if (d) sieve__sbuf_putc(o, ',');
-                sieve__sbuf_float(o, vecbuf[d]);
+            if (pj) {
+                h->has_payload = 1;
+                h->payload_off = q->payloads.len;
+                h->payload_len = pl;
+                sieve__sbuf_put(&q->payloads, pj, pl);
             }
-            sieve__sbuf_putc(o, ']');
-        } else {
-            sieve__sbuf_puts(o, "null");
         }
-        sieve__sbuf_putc(o, '}');
+        if (q->with_vector &&
+            sieve_snapshot_row_vector(snap, row, q->vectors + (size_t)j * q->dim) == 0)
+            h->has_vector = 1;
     }
-    sieve__sbuf_putc(o, ']');
-    if (o->failed) query_fail(q, 500, "out of memory");
-}
-
-static void empty_result(sieve__query *q) {
-    sieve__sbuf_puts(&q->result, "[]");
-    if (q->result.failed) query_fail(q, 500, "out of memory");
+    q->n_hits = n;
+    if (q->payloads.failed) query_fail(q, 500, "out of memory");
 }
 
 /* Answers group g (n queries with the same filter and k) with one kernel call. */
-static void run_group(worker *w, sieve_snapshot *snap, sieve__query **g, size_t n, uint32_t k,
-                      float *vecbuf) {
+static void run_group(worker *w, sieve_snapshot *snap, sieve__query **g, size_t n,
+                      uint32_t k) {
     const sieve_collection_info *info = sieve_snapshot_info(snap);
+    sieve__metrics *m = w->b->srv->metrics;
     sieve_metric metric = info->config.metric;
     uint32_t dim = info->config.dim;
     const uint64_t *mask = NULL;
@@ -369,28 +428,24 @@ static void run_group(worker *w, sieve_snapshot *snap, sieve__query **g, size_t 
             return;
         }
     }
-    if (eligible == 0 || info->rows == 0) {
-        for (size_t i = 0; i < n; i++) empty_result(g[i]);
-        return;
-    }
+    if (eligible == 0 || info->rows == 0) return; /* no hits for any of them */
     if (k > eligible) k = (uint32_t)eligible;
     if (k > info->rows) k = (uint32_t)info->rows;
-    float *queries = malloc((size_t)n * dim * sizeof(float));
-    int64_t *rows = malloc((size_t)n * k * sizeof(int64_t));
-    float *scores = malloc((size_t)n * k * sizeof(float));
-    uint32_t *counts = malloc(n * sizeof(uint32_t));
     int rc = SIEVE_ENOMEM;
     sieve_search_stats st;
     memset(&st, 0, sizeof st);
-    double t0 = sieve__now_s(), t1 = t0;
-    if (queries && rows && scores && counts) {
+    double t0 = 0, t1 = 0;
+    if (!grow((void **)&w->qbuf, &w->qcap, n * dim, sizeof(float)) &&
+        !grow((void **)&w->rbuf, &w->rcap, n * k, sizeof(int64_t)) &&
+        !grow((void **)&w->sbuf, &w->scap, n * k, sizeof(float)) &&
+        !grow((void **)&w->cbuf, &w->ccap, n, sizeof(uint32_t))) {
         for (size_t i = 0; i < n; i++)
-            memcpy(queries + i * dim, g[i]->vector, dim * sizeof(float));
+            memcpy(w->qbuf + i * dim, g[i]->vector, dim * sizeof(float));
         sieve_search_params p;
         sieve_search_params_init(&p, metric, k);
         t0 = sieve__now_s();
-        rc = sieve_devcache_knn(w->dc, snap, mask, queries, (uint32_t)n, &p, rows, scores,
-                                counts, &st);
+        rc = sieve_devcache_lane_knn(w->lane, snap, mask, w->qbuf, (uint32_t)n, &p, w->rbuf,
+                                     w->sbuf, w->cbuf, &st);
         t1 = sieve__now_s();
     }
     if (rc) {
@@ -401,18 +456,14 @@ static void run_group(worker *w, sieve_snapshot *snap, sieve__query **g, size_t 
         sieve__log(w->b->srv, SIEVE_LOG_ERROR, "%s (collection %s, %zu queries, k=%u)", msg,
                    info->config.name, n, k);
         for (size_t i = 0; i < n; i++) query_fail(g[i], 500, msg);
-    } else {
-        sieve__metrics_batch(w->b->srv->metrics, (uint32_t)n, t1 - t0, &st);
-        sieve__metrics_phase(w->b->srv->metrics, SIEVE__PHASE_SEARCH, t1 - t0);
-        for (size_t i = 0; i < n; i++)
-            format_results(snap, g[i], metric, rows + i * k, scores + i * k,
-                           counts[i] < k ? counts[i] : k, vecbuf);
-        sieve__metrics_phase(w->b->srv->metrics, SIEVE__PHASE_FORMAT, sieve__now_s() - t1);
+        return;
     }
-    free(queries);
-    free(rows);
-    free(scores);
-    free(counts);
+    sieve__metrics_batch(m, (uint32_t)n, t1 - t0, &st);
+    sieve__metrics_phase(m, SIEVE__PHASE_SEARCH, t1 - t0);
+    for (size_t i = 0; i < n; i++)
+        collect_hits(snap, g[i], metric, w->rbuf + i * k, w->sbuf + i * k,
+                     w->cbuf[i] < k ? w->cbuf[i] : k);
+    sieve__metrics_phase(m, SIEVE__PHASE_LOOKUP, sieve__now_s() - t1);
 }
 
 static int same_filter(const sieve__query *a, const sieve__query *b) {
@@ -422,11 +473,28 @@ static int same_filter(const sieve__query *a, const sieve__query *b) {
 
 static uint32_t query_k(const sieve__query *q) { return q->offset + q->limit; }
 
+/* The worker's snapshot of collection name: the kept one while it is current, else a new
+ * one. Returns 0 or a SIEVE_E* code. */
+static int worker_snapshot(worker *w, const char *name, sieve_snapshot **out) {
+    double now = sieve__now_s();
+    if (w->snap && (strcmp(w->snap_name, name) || now - w->snap_opened > SNAP_MAX_AGE_S ||
+                    !sieve_snapshot_is_current(w->snap)))
+        drop_snapshot(w); /* closed before opening another (sieve_store.h) */
+    if (!w->snap) {
+        int rc = sieve_snapshot_open(w->b->srv->store, name, &w->snap);
+        if (rc) return rc;
+        snprintf(w->snap_name, sizeof w->snap_name, "%s", name);
+        w->snap_opened = now;
+    }
+    *out = w->snap;
+    return 0;
+}
+
 static void answer_batch(worker *w, const char *name, sieve__query **qs, size_t n) {
     sieve_server *s = w->b->srv;
     sieve_snapshot *snap = NULL;
     double ts = sieve__now_s();
-    int rc = sieve_snapshot_open(s->store, name, &snap);
+    int rc = worker_snapshot(w, name, &snap);
     sieve__metrics_phase(s->metrics, SIEVE__PHASE_SNAPSHOT, sieve__now_s() - ts);
     if (rc) {
         char msg[200];
@@ -438,11 +506,6 @@ static void answer_batch(worker *w, const char *name, sieve__query **qs, size_t 
         return;
     }
     const sieve_collection_info *info = sieve_snapshot_info(snap);
-    float *vecbuf = malloc((size_t)info->config.dim * sizeof(float));
-    if (!vecbuf) {
-        for (size_t i = 0; i < n; i++) query_fail(qs[i], 500, "out of memory");
-        goto out;
-    }
     /* A query validated against an older collection of the same name may not fit. */
     for (size_t i = 0; i < n; i++)
         if (qs[i]->dim != info->config.dim) {
@@ -466,21 +529,37 @@ static void answer_batch(worker *w, const char *name, sieve__query **qs, size_t 
                 grp[gn++] = qs[j];
                 done[j] = 1;
             }
-            run_group(w, snap, grp, gn, query_k(qs[i]), vecbuf);
+            run_group(w, snap, grp, gn, query_k(qs[i]));
         }
     }
     free(done);
     free(grp);
-out:
-    free(vecbuf);
-    sieve_snapshot_close(snap);
+}
+
+/* Refreshes the device's gauges in its head worker (any worker of the device may). */
+static void update_gauges(worker *w, double now) {
+    worker *h = w->head;
+    /* device memory for /metrics at most every 0.5 s: querying it costs a driver call */
+    unsigned long long now_ns = (unsigned long long)(now * 1e9);
+    unsigned long long last = atomic_load(&h->last_info_ns);
+    if (h->is_cuda && now_ns - last > 500000000ull &&
+        atomic_compare_exchange_strong(&h->last_info_ns, &last, now_ns)) {
+        sieve_device_info info;
+        if (sieve_device_get_info(w->dev, &info) == 0 && info.memory_total >= info.memory_free)
+            atomic_store(&h->mem_used, info.memory_total - info.memory_free);
+    }
+    sieve_devcache_stats cs;
+    if (sieve_devcache_get_stats(h->dc, &cs) == 0) {
+        atomic_store(&h->cache_bytes, cs.resident_bytes);
+        atomic_store(&h->pages_uploaded, cs.pages_uploaded);
+        atomic_store(&h->streamed, cs.streamed_searches);
+    }
 }
 
 static void *worker_main(void *arg) {
     worker *w = arg;
     sieve__metrics *m = w->b->srv->metrics;
     char name[SIEVE_NAME_MAX + 1];
-    double last_info = 0;
     for (;;) {
         double tw = sieve__now_s();
         size_t n = take_batch(w, name);
@@ -493,29 +572,38 @@ static void *worker_main(void *arg) {
         double t1 = sieve__now_s();
         sieve__metrics_phase(m, SIEVE__PHASE_RESUME, t1 - ta);
         pthread_mutex_lock(&w->b->mu);
-        w->queue->last_done = t1;
-        w->queue->last_cost = t1 - t0;
-        w->queue->expect = n + w->queue->len;
+        cqueue *cq = w->queue;
+        cq->inflight -= n;
+        cq->last_done = t1;
+        cq->last_cost = t1 - t0;
+        cq->expect = n + cq->len + cq->inflight;
         pthread_mutex_unlock(&w->b->mu);
-        /* device memory for /metrics at most every 0.5 s: querying it costs a driver call */
-        if (w->is_cuda && t1 - last_info > 0.5) {
-            sieve_device_info info;
-            if (sieve_device_get_info(w->dev, &info) == 0 && info.memory_total >= info.memory_free)
-                atomic_store(&w->mem_used, info.memory_total - info.memory_free);
-            last_info = t1;
-        }
-        sieve_devcache_stats cs;
-        if (sieve_devcache_get_stats(w->dc, &cs) == 0) {
-            atomic_store(&w->cache_bytes, cs.resident_bytes);
-            atomic_store(&w->pages_uploaded, cs.pages_uploaded);
-            atomic_store(&w->streamed, cs.streamed_searches);
-        }
+        update_gauges(w, t1);
         sieve__metrics_phase(m, SIEVE__PHASE_BOOKKEEPING, sieve__now_s() - t1);
     }
+    drop_snapshot(w);
     return NULL;
 }
 
 /* ---------------------------------------------------------------- lifecycle */
+
+/* Opens worker w's device. A CPU device named without a thread count ("cpu", or "auto"
+ * resolving to the CPU) shared by several workers gives each an equal share of the cores,
+ * so concurrent kernels do not oversubscribe them. */
+static int open_device(worker *w, uint32_t workers) {
+    int rc = sieve_device_open(w->spec, &w->dev);
+    if (rc || workers < 2 || strchr(w->spec, ':')) return rc;
+    sieve_device_info info;
+    if (sieve_device_get_kind(w->dev) != SIEVE_DEVICE_CPU ||
+        sieve_device_get_info(w->dev, &info) != 0)
+        return 0;
+    uint32_t t = info.threads / workers ? info.threads / workers : 1;
+    char spec[32];
+    snprintf(spec, sizeof spec, "cpu:%u", t);
+    sieve_device_close(w->dev);
+    w->dev = NULL;
+    return sieve_device_open(spec, &w->dev);
+}
 
 int sieve__batcher_create(sieve_server *s, const char *spec, sieve__batcher **out) {
     *out = NULL;
@@ -529,47 +617,73 @@ int sieve__batcher_create(sieve_server *s, const char *spec, sieve__batcher **ou
     pthread_cond_init(&b->cv, &ca);
     pthread_condattr_destroy(&ca);
 
-    size_t n = 1;
-    for (const char *p = spec; *p; p++) n += *p == ',';
-    b->workers = calloc(n, sizeof *b->workers);
+    size_t n_dev = 1;
+    for (const char *p = spec; *p; p++) n_dev += *p == ',';
+    /* room for the most workers any device may get */
+    size_t per_max = s->cfg.batch_workers ? s->cfg.batch_workers : 2;
+    b->workers = calloc(n_dev * per_max, sizeof *b->workers);
     if (!b->workers) {
         sieve__batcher_destroy(b);
         return SIEVE_ENOMEM;
     }
     const char *p = spec;
     int rc = 0;
-    for (size_t i = 0; i < n; i++) {
+    for (size_t d = 0; d < n_dev && !rc; d++) {
         const char *comma = strchr(p, ',');
         size_t len = comma ? (size_t)(comma - p) : strlen(p);
-        worker *w = &b->workers[i];
-        w->b = b;
-        if (len >= sizeof w->spec) {
+        char dspec[64];
+        if (len >= sizeof dspec) {
             rc = SIEVE_EINVAL;
             break;
         }
-        memcpy(w->spec, p, len);
-        w->spec[len] = 0;
-        b->n_workers = i + 1;
-        rc = sieve_device_open(w->spec, &w->dev);
-        if (rc) break;
-        w->batch = malloc(s->cfg.batch_max * sizeof *w->batch);
-        if (!w->batch) {
-            rc = SIEVE_ENOMEM;
-            break;
-        }
-        sieve_device_info info;
-        snprintf(w->desc, sizeof w->desc, "%s", w->spec);
-        if (sieve_device_get_info(w->dev, &info) == 0) {
-            snprintf(w->desc, sizeof w->desc, "%s", info.name);
-            w->is_cuda = info.kind == SIEVE_DEVICE_CUDA;
-            if (w->is_cuda && info.memory_total >= info.memory_free)
-                atomic_store(&w->mem_used, info.memory_total - info.memory_free);
-        }
-        sieve_devcache_options dco;
-        sieve_devcache_options_init(&dco);
-        rc = sieve_devcache_create(w->dev, &dco, &w->dc);
-        if (rc) break;
+        memcpy(dspec, p, len);
+        dspec[len] = 0;
         p = comma ? comma + 1 : p + len;
+        /* the head worker opens the device first, to learn its kind (auto: 2 on a GPU) */
+        uint32_t per = s->cfg.batch_workers;
+        worker *h = NULL;
+        for (uint32_t i = 0; !rc && (i == 0 || i < per); i++) {
+            worker *w = &b->workers[b->n_workers];
+            w->b = b;
+            snprintf(w->spec, sizeof w->spec, "%s", dspec);
+            b->n_workers++;
+            if (i == 0) {
+                h = w;
+                rc = sieve_device_open(w->spec, &w->dev);
+                if (rc) break;
+                if (!per) per = sieve_device_get_kind(w->dev) == SIEVE_DEVICE_CUDA ? 2 : 1;
+                if (per > 1 && sieve_device_get_kind(w->dev) == SIEVE_DEVICE_CPU) {
+                    /* reopen with the cores shared out between the workers */
+                    sieve_device_close(w->dev);
+                    w->dev = NULL;
+                    rc = open_device(w, per);
+                    if (rc) break;
+                }
+                h->group_size = per;
+                sieve_device_info info;
+                snprintf(w->desc, sizeof w->desc, "%s", w->spec);
+                if (sieve_device_get_info(w->dev, &info) == 0) {
+                    snprintf(w->desc, sizeof w->desc, "%s", info.name);
+                    w->is_cuda = info.kind == SIEVE_DEVICE_CUDA;
+                    if (w->is_cuda && info.memory_total >= info.memory_free)
+                        atomic_store(&w->mem_used, info.memory_total - info.memory_free);
+                }
+                sieve_devcache_options dco;
+                sieve_devcache_options_init(&dco);
+                dco.host_resident = s->cfg.host_page_cache;
+                rc = sieve_devcache_create(w->dev, &dco, &w->dc);
+                if (rc) break;
+            } else {
+                rc = open_device(w, per);
+                if (rc) break;
+            }
+            w->head = h;
+            w->dc = h->dc;
+            rc = sieve_devcache_lane_create(w->dc, w->dev, &w->lane);
+            if (rc) break;
+            w->batch = malloc(s->cfg.batch_max * sizeof *w->batch);
+            if (!w->batch) rc = SIEVE_ENOMEM;
+        }
     }
     if (!rc) {
         for (size_t i = 0; i < b->n_workers; i++) {
@@ -597,11 +711,21 @@ void sieve__batcher_destroy(sieve__batcher *b) {
     for (size_t i = 0; i < b->n_workers; i++) {
         worker *w = &b->workers[i];
         if (w->started) pthread_join(w->thread, NULL);
+        drop_snapshot(w);
         mask_cache_clear(w);
-        sieve_devcache_destroy(w->dc);
-        sieve_device_close(w->dev);
+        sieve_devcache_lane_destroy(w->lane);
         free(w->batch);
+        free(w->qbuf);
+        free(w->rbuf);
+        free(w->sbuf);
+        free(w->cbuf);
     }
+    /* every lane is gone: now the caches (which use their head's device), then devices */
+    for (size_t i = 0; i < b->n_workers; i++) {
+        worker *w = &b->workers[i];
+        if (w->dc && (!w->head || w->head == w)) sieve_devcache_destroy(w->dc);
+    }
+    for (size_t i = 0; i < b->n_workers; i++) sieve_device_close(b->workers[i].dev);
     free(b->workers);
     while (b->queues) {
         cqueue *q = b->queues;
@@ -617,24 +741,32 @@ void sieve__batcher_describe(sieve__batcher *b, char *buf, size_t n) {
     size_t off = 0;
     buf[0] = 0;
     for (size_t i = 0; i < b->n_workers && off < n; i++) {
-        int w = snprintf(buf + off, n - off, "%s%s", i ? ", " : "", b->workers[i].desc);
-        if (w < 0) break;
-        off += (size_t)w;
+        const worker *w = &b->workers[i];
+        if (w->head != w) continue;
+        int k = snprintf(buf + off, n - off, "%s%s (%u batch worker%s)", off ? ", " : "",
+                         w->desc, w->group_size, w->group_size == 1 ? "" : "s");
+        if (k < 0) break;
+        off += (size_t)k;
     }
 }
+
+size_t sieve__batcher_workers(sieve__batcher *b) { return b->n_workers; }
 
 void sieve__batcher_cache_stats(sieve__batcher *b, uint64_t *resident_bytes,
                                 uint64_t *pages_uploaded, uint64_t *streamed) {
     *resident_bytes = *pages_uploaded = *streamed = 0;
     for (size_t i = 0; i < b->n_workers; i++) {
-        *resident_bytes += atomic_load(&b->workers[i].cache_bytes);
-        *pages_uploaded += atomic_load(&b->workers[i].pages_uploaded);
-        *streamed += atomic_load(&b->workers[i].streamed);
+        worker *w = &b->workers[i];
+        if (w->head != w) continue;
+        *resident_bytes += atomic_load(&w->cache_bytes);
+        *pages_uploaded += atomic_load(&w->pages_uploaded);
+        *streamed += atomic_load(&w->streamed);
     }
 }
 
 uint64_t sieve__batcher_device_memory_used(sieve__batcher *b) {
     uint64_t used = 0;
-    for (size_t i = 0; i < b->n_workers; i++) used += atomic_load(&b->workers[i].mem_used);
+    for (size_t i = 0; i < b->n_workers; i++)
+        if (b->workers[i].head == &b->workers[i]) used += atomic_load(&b->workers[i].mem_used);
     return used;
 }

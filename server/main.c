@@ -48,14 +48,23 @@ static void usage(FILE *f) {
 "                        clients of its previous batch to come back, in microseconds, plus\n"
 "                        5%% of that batch's time (default 1000; 0 = never wait; a lone\n"
 "                        client never waits) [SIEVE_BATCH_WAIT_US]\n"
+"  --batch-workers N     batch workers per search device (default 2 on a GPU, 1 on the\n"
+"                        CPU): while one worker's batch is on the device, the next collects\n"
+"                        and prepares its batch and the previous maps results and hands\n"
+"                        replies back; on the CPU (cpu or auto, no :THREADS) the cores are\n"
+"                        shared out between them\n"
+"                        [SIEVE_BATCH_WORKERS]\n"
 "  --threads N           HTTP worker threads (default: number of CPUs, at least 2)\n"
 "                        [SIEVE_THREADS]\n"
 "  --device SPEC         search device: auto, cpu, cpu:THREADS, cuda, cuda:N; a comma-\n"
-"                        separated list runs one batch worker per device (default auto)\n"
+"                        separated list runs batch workers on each device (default auto)\n"
 "                        [SIEVE_DEVICE]\n"
 "  --log-level LEVEL     error, warn, info or debug (default info) [SIEVE_LOG_LEVEL]\n"
 "  --timeout SECONDS     idle connection timeout (default 60) [SIEVE_TIMEOUT]\n"
 "  --no-sync             testing only: do not fsync writes (NOT durable) [SIEVE_NO_SYNC=1]\n"
+"  --host-page-cache     testing only: on the CPU, search a copy of the pages kept and\n"
+"                        refreshed like a GPU's page cache (no effect on a GPU)\n"
+"                        [SIEVE_HOST_PAGE_CACHE=1]\n"
 "  -h, --help            show this help\n"
 "  --version             print the version\n"
 "\n"
@@ -114,7 +123,8 @@ static int parse_level(const char *s, int *out) {
 
 enum {
     OPT_HOST = 256, OPT_PORT, OPT_DATA, OPT_KEY, OPT_RO_KEY, OPT_MAX_BODY, OPT_BATCH_MAX,
-    OPT_BATCH_WAIT, OPT_THREADS, OPT_DEVICE, OPT_LOG, OPT_TIMEOUT, OPT_NO_SYNC, OPT_VERSION
+    OPT_BATCH_WAIT, OPT_BATCH_WORKERS, OPT_THREADS, OPT_DEVICE, OPT_LOG, OPT_TIMEOUT, OPT_NO_SYNC,
+    OPT_HOST_CACHE, OPT_VERSION
 };
 
 /* Applies one setting (from a flag or its environment variable). what names it in errors. */
@@ -152,6 +162,10 @@ static int apply(sieve_server_config *c, int opt, const char *v, const char *wha
         if (parse_u64(v, 10 * 1000 * 1000, &n)) goto bad;
         c->batch_wait_us = (uint32_t)n;
         return 0;
+    case OPT_BATCH_WORKERS:
+        if (parse_u64(v, 64, &n) || n == 0) goto bad;
+        c->batch_workers = (uint32_t)n;
+        return 0;
     case OPT_THREADS:
         if (parse_u64(v, 1024, &n) || n == 0) goto bad;
         c->threads = (uint32_t)n;
@@ -170,6 +184,9 @@ static int apply(sieve_server_config *c, int opt, const char *v, const char *wha
     case OPT_NO_SYNC:
         c->no_sync = !(v && (!strcmp(v, "0") || !strcasecmp(v, "false")));
         return 0;
+    case OPT_HOST_CACHE:
+        c->host_page_cache = !(v && (!strcmp(v, "0") || !strcasecmp(v, "false")));
+        return 0;
     }
 bad:
     fprintf(stderr, "sieve-server: invalid value for %s: '%s' (see --help)\n", what, v);
@@ -185,11 +202,13 @@ static const struct option long_opts[] = {
     {"max-body", required_argument, NULL, OPT_MAX_BODY},
     {"batch-max", required_argument, NULL, OPT_BATCH_MAX},
     {"batch-wait-us", required_argument, NULL, OPT_BATCH_WAIT},
+    {"batch-workers", required_argument, NULL, OPT_BATCH_WORKERS},
     {"threads", required_argument, NULL, OPT_THREADS},
     {"device", required_argument, NULL, OPT_DEVICE},
     {"log-level", required_argument, NULL, OPT_LOG},
     {"timeout", required_argument, NULL, OPT_TIMEOUT},
     {"no-sync", no_argument, NULL, OPT_NO_SYNC},
+    {"host-page-cache", no_argument, NULL, OPT_HOST_CACHE},
     {"version", no_argument, NULL, OPT_VERSION},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
@@ -202,9 +221,10 @@ static const struct {
     {"SIEVE_HOST", OPT_HOST}, {"SIEVE_PORT", OPT_PORT}, {"SIEVE_DATA_DIR", OPT_DATA},
     {"SIEVE_API_KEY", OPT_KEY}, {"SIEVE_READ_ONLY_API_KEY", OPT_RO_KEY},
     {"SIEVE_MAX_BODY", OPT_MAX_BODY}, {"SIEVE_BATCH_MAX", OPT_BATCH_MAX},
-    {"SIEVE_BATCH_WAIT_US", OPT_BATCH_WAIT}, {"SIEVE_THREADS", OPT_THREADS},
+    {"SIEVE_BATCH_WAIT_US", OPT_BATCH_WAIT}, {"SIEVE_BATCH_WORKERS", OPT_BATCH_WORKERS},
+    {"SIEVE_THREADS", OPT_THREADS},
     {"SIEVE_DEVICE", OPT_DEVICE}, {"SIEVE_LOG_LEVEL", OPT_LOG}, {"SIEVE_TIMEOUT", OPT_TIMEOUT},
-    {"SIEVE_NO_SYNC", OPT_NO_SYNC},
+    {"SIEVE_NO_SYNC", OPT_NO_SYNC}, {"SIEVE_HOST_PAGE_CACHE", OPT_HOST_CACHE},
 };
 
 /* Returns 0 to run, 1 to exit successfully (help/version), -1 on a usage error. */

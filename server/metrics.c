@@ -32,7 +32,9 @@ struct sieve__metrics {
     uint64_t batch_sum, batch_n;
     uint64_t kern_hist[N_LAT + 1];
     double kern_sum;
-    double phase_sum[SIEVE__PHASE_COUNT]; /* batcher worker time by phase */
+    double phase_sum[SIEVE__PHASE_COUNT]; /* batcher worker time by phase, all workers */
+    double reply_sum;                      /* search replies built on HTTP threads */
+    uint64_t reply_n;
     uint64_t kern_n;
     sieve_search_stats search;
     uint64_t masks_built, masks_cached;
@@ -97,6 +99,13 @@ void sieve__metrics_phase(sieve__metrics *m, sieve__phase phase, double seconds)
     if ((unsigned)phase >= SIEVE__PHASE_COUNT) return;
     pthread_mutex_lock(&m->mu);
     m->phase_sum[phase] += seconds;
+    pthread_mutex_unlock(&m->mu);
+}
+
+void sieve__metrics_reply(sieve__metrics *m, double seconds) {
+    pthread_mutex_lock(&m->mu);
+    m->reply_sum += seconds;
+    m->reply_n++;
     pthread_mutex_unlock(&m->mu);
 }
 
@@ -185,14 +194,31 @@ void sieve__metrics_render(sieve_server *s, sieve__sbuf *o) {
     histogram(o, "sieve_kernel_seconds", "", lat_bounds, N_LAT, c->kern_hist, c->kern_sum);
     {
         static const char *const phase_names[SIEVE__PHASE_COUNT] = {
-            "wait", "snapshot", "search", "format", "resume", "bookkeeping"};
-        sieve__sbuf_puts(o, "# HELP sieve_batch_phase_seconds_total Batcher worker time by phase "
-                            "(wait: for queries and the batch window; search: the device page "
-                            "cache and kernel).\n"
+            "wait", "snapshot", "search", "lookup", "resume", "bookkeeping"};
+        sieve__sbuf_printf(o, "# HELP sieve_batch_workers Batch workers over all search devices.\n"
+                              "# TYPE sieve_batch_workers gauge\n"
+                              "sieve_batch_workers %zu\n",
+                           sieve__batcher_workers(s->batcher));
+        sieve__sbuf_puts(o, "# HELP sieve_batch_phase_seconds_total Batch worker time by phase, "
+                            "summed over the workers (with several workers per device the sum "
+                            "can exceed wall time). wait: for queries and the batch window; "
+                            "snapshot: opening or re-checking the worker's snapshot; search: "
+                            "the device page cache and kernel; lookup: result rows to ids, "
+                            "payloads and vectors; resume: handing requests back to their "
+                            "connections; bookkeeping: queue and device statistics.\n"
                             "# TYPE sieve_batch_phase_seconds_total counter\n");
         for (int i = 0; i < SIEVE__PHASE_COUNT; i++)
             sieve__sbuf_printf(o, "sieve_batch_phase_seconds_total{phase=\"%s\"} %.9g\n",
                                phase_names[i], c->phase_sum[i]);
+        sieve__sbuf_printf(o, "# HELP sieve_search_reply_seconds_total Time building search "
+                              "replies (JSON of the results) on HTTP threads, after the batcher "
+                              "answered.\n"
+                              "# TYPE sieve_search_reply_seconds_total counter\n"
+                              "sieve_search_reply_seconds_total %.9g\n"
+                              "# HELP sieve_search_replies_total Search replies built.\n"
+                              "# TYPE sieve_search_replies_total counter\n"
+                              "sieve_search_replies_total %llu\n",
+                           c->reply_sum, (unsigned long long)c->reply_n);
     }
     sieve__sbuf_printf(o, "# HELP sieve_search_queries_total Queries answered by the kernel.\n"
                           "# TYPE sieve_search_queries_total counter\n"

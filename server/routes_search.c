@@ -3,7 +3,8 @@
  * Owns: validating points/search, points/search/batch, points/query and points/query/batch
  * requests (vector, limit, offset, filter, with_payload, with_vector, score_threshold),
  * turning them into a search job for the batcher, suspending the connection, and building
- * the reply once the batcher has answered every query of the job.
+ * the reply (the JSON of every result) on the connection's thread once the batcher has
+ * answered every query of the job and resumed it.
  * Must not: run searches itself or block a pool thread waiting for one.
  *
  * Limits: limit is 1..16384 and offset + limit (the k asked of the kernel) at most 16384
@@ -159,6 +160,58 @@ static int parse_query(const json_t *o, const char *path, uint32_t dim, sieve__q
     return parse_common(o, path, 0, q, e);
 }
 
+/* Hands job (owned by req from here) to the batcher, the connection suspended. */
+static void submit(sieve__req *req, sieve__search_job *job) {
+    /* Suspend first: the batcher may answer before this handler returns. */
+    req->job = job;
+    sieve__req_suspend(req);
+    int rc = sieve__batcher_submit(req->srv->batcher, job);
+    if (rc) {
+        if (rc == SIEVE_EBUSY)
+            sieve__reply_error(req, 503, "too many queued searches on collection '%s'; retry "
+                                         "later", req->name);
+        else if (rc == SIEVE_ECLOSED)
+            sieve__reply_error(req, 503, "the server is shutting down");
+        else sieve__reply_error(req, 500, "cannot queue the search: %s", sieve_strerror(rc));
+        sieve__req_resume(req);
+    }
+}
+
+int sieve__route_search_plain(sieve__req *req) {
+    sieve_collection_info info;
+    if (req->route != SIEVE_R_SEARCH || !req->body.p ||
+        sieve_store_collection_info(req->srv->store, req->name, &info))
+        return 0; /* the generic path answers, 404 included */
+    uint32_t dim = info.config.dim;
+    float *v = malloc((size_t)dim * sizeof *v);
+    uint32_t limit = 0, offset = 0;
+    if (!v || !sieve__search_parse_plain(req->body.p, req->body.len, dim, v, &limit, &offset)) {
+        free(v);
+        return 0;
+    }
+    sieve__search_job *job = calloc(1, sizeof *job);
+    if (job) job->q = calloc(1, sizeof *job->q);
+    if (!job || !job->q) {
+        free(v);
+        free(job);
+        return 0; /* out of memory: the generic path reports it */
+    }
+    job->n = 1;
+    job->req = req;
+    job->srv = req->srv;
+    job->kind = SIEVE_JOB_SEARCH;
+    sieve__pathf(job->collection, sizeof job->collection, "%s", req->name);
+    sieve__query *q = &job->q[0];
+    q->vector = v;
+    q->dim = dim;
+    q->limit = limit;
+    q->offset = offset;
+    q->payload.mode = SIEVE_PSEL_NONE;
+    sieve__req_release_body(req);
+    submit(req, job);
+    return 1;
+}
+
 void sieve__route_search(sieve__req *req, json_t *body) {
     sieve__err e;
     sieve_collection_info info;
@@ -232,23 +285,49 @@ void sieve__route_search(sieve__req *req, json_t *body) {
                     SIEVE_SERVER_MAX_VECTOR_VALUES);
         goto fail;
     }
-    /* Suspend first: the batcher may answer before this handler returns. */
-    req->job = job;
-    sieve__req_suspend(req);
-    int rc = sieve__batcher_submit(req->srv->batcher, job);
-    if (rc) {
-        if (rc == SIEVE_EBUSY)
-            sieve__reply_error(req, 503, "too many queued searches on collection '%s'; retry "
-                                         "later", req->name);
-        else if (rc == SIEVE_ECLOSED)
-            sieve__reply_error(req, 503, "the server is shutting down");
-        else sieve__reply_error(req, 500, "cannot queue the search: %s", sieve_strerror(rc));
-        sieve__req_resume(req);
-    }
+    submit(req, job);
     return;
 fail:
     sieve__job_free(job);
     sieve__reply_err(req, &e);
+}
+
+/* Writes q's ScoredPoint list from the hits the batcher kept. Returns 0, or -1 when a
+ * stored payload cannot be read as JSON. */
+static int write_hits(const sieve__query *q, sieve__sbuf *o) {
+    sieve__sbuf_putc(o, '[');
+    for (uint32_t i = 0; i < q->n_hits; i++) {
+        const sieve__hit *h = &q->hits[i];
+        if (i) sieve__sbuf_putc(o, ',');
+        sieve__sbuf_puts(o, "{\"id\":");
+        sieve__sbuf_id(o, &h->id);
+        sieve__sbuf_puts(o, ",\"version\":0,\"score\":");
+        sieve__sbuf_float(o, h->score);
+        sieve__sbuf_puts(o, ",\"payload\":");
+        if (q->payload.mode != SIEVE_PSEL_NONE) {
+            const char *pj = h->has_payload && q->payloads.p ? q->payloads.p + h->payload_off
+                                                               : NULL;
+            if (sieve__psel_write(&q->payload, pj, h->has_payload ? h->payload_len : 0, o))
+                return -1;
+        } else {
+            sieve__sbuf_puts(o, "null");
+        }
+        sieve__sbuf_puts(o, ",\"vector\":");
+        if (h->has_vector) {
+            const float *v = q->vectors + (size_t)i * q->dim;
+            sieve__sbuf_putc(o, '[');
+            for (uint32_t d = 0; d < q->dim; d++) {
+                if (d) sieve__sbuf_putc(o, ',');
+                sieve__sbuf_float(o, v[d]);
+            }
+            sieve__sbuf_putc(o, ']');
+        } else {
+            sieve__sbuf_puts(o, "null");
+        }
+        sieve__sbuf_putc(o, '}');
+    }
+    sieve__sbuf_putc(o, ']');
+    return 0;
 }
 
 void sieve__search_job_reply(sieve__search_job *job) {
@@ -268,7 +347,14 @@ void sieve__search_job_reply(sieve__search_job *job) {
     for (size_t i = 0; i < job->n; i++) {
         if (i) sieve__sbuf_putc(&b, ',');
         if (query) sieve__sbuf_puts(&b, "{\"points\":");
-        sieve__sbuf_put(&b, job->q[i].result.p, job->q[i].result.len);
+        if (write_hits(&job->q[i], &b)) {
+            sieve__sbuf_free(&b);
+            if (batch)
+                sieve__reply_error(req, 500, "searches[%zu]: internal error: a stored payload "
+                                             "is unreadable", i);
+            else sieve__reply_error(req, 500, "internal error: a stored payload is unreadable");
+            return;
+        }
         if (query) sieve__sbuf_putc(&b, '}');
     }
     if (batch) sieve__sbuf_putc(&b, ']');

@@ -4,8 +4,9 @@
  * record used by every validator (sieve__err) and the prototypes of each file's entry
  * points. Must not: hold mutable globals; every piece of state hangs off sieve_server.
  *
- * Threads: libmicrohttpd's pool threads run the route handlers; one batcher worker per
- * device runs searches; the main thread waits for a signal and shuts down. sieve_server's
+ * Threads: libmicrohttpd's pool threads run the route handlers and build search replies;
+ * --batch-workers batcher workers per device run searches; the main thread waits for a
+ * signal and shuts down. sieve_server's
  * fields are written before the threads start and only read afterwards, except the atomics
  * and the objects that carry their own locks (metrics, batcher, store).
  */
@@ -110,11 +111,13 @@ typedef struct sieve_server_config {
     size_t max_body;         /* bytes */
     uint32_t batch_max;      /* most queries in one kernel call */
     uint32_t batch_wait_us;  /* how long a lone query waits for company */
+    uint32_t batch_workers;  /* batch workers per device; 0 = 2 on a GPU, 1 on the CPU */
     uint32_t threads;        /* HTTP pool threads */
     char device[256];        /* "auto", "cpu", "cpu:T", "cuda:N"; comma-separated list */
     int log_level;
     unsigned conn_timeout_s;
     int no_sync;             /* testing only: LMDB without fsync */
+    int host_page_cache;     /* testing only: the GPU page cache's code paths on the CPU */
 } sieve_server_config;
 
 /* ---------------------------------------------------------------- the context */
@@ -335,6 +338,15 @@ enum { SIEVE_BIN_F32 = 0, SIEVE_BIN_F16 = 1, SIEVE_BIN_BF16 = 2 };
 int sieve__upsert_parse_binary(const char *body, size_t len, uint32_t dim, sieve__upsert *u,
                                sieve__err *e);
 
+/* Reads a search body of exactly the form {"vector": [dim numbers], "limit": N} with an
+ * optional "offset": M (keys in any order, each once) whose values the generic path would
+ * accept: finite float32 values, 1 <= N, 0 <= M, N + M <= SIEVE_SERVER_MAX_K. Returns 1 with
+ * vector (dim floats, converted exactly as jansson's path converts them), *limit and
+ * *offset filled; 0 for anything else (a syntax error, another key, a bad value): then the
+ * caller parses the body with the generic path, which answers or explains the error. */
+int sieve__search_parse_plain(const char *body, size_t len, uint32_t dim, float *vector,
+                              uint32_t *limit, uint32_t *offset);
+
 /* ---------------------------------------------------------------- filters (filter.c) */
 
 typedef struct sieve__filter sieve__filter;
@@ -367,6 +379,16 @@ typedef enum sieve__job_kind {
     SIEVE_JOB_QUERY_BATCH,  /* result: [{"points": [ScoredPoint]}] */
 } sieve__job_kind;
 
+/* One result of a search, as the batcher found it in its snapshot; the reply's JSON is
+ * built from it later, on the connection's thread. */
+typedef struct sieve__hit {
+    sieve_point_id id;
+    float score;            /* as reported: key, or distance for Euclid */
+    int has_payload;        /* the point has a payload (bytes in the query's payloads) */
+    int has_vector;         /* the query's vectors hold this hit's vector */
+    size_t payload_off, payload_len;
+} sieve__hit;
+
 typedef struct sieve__query {
     /* input, validated by the route */
     float *vector;          /* dim values (owned) */
@@ -378,8 +400,11 @@ typedef struct sieve__query {
     int with_vector;
     int has_threshold;
     float threshold;
-    /* output, written by the batcher */
-    sieve__sbuf result;     /* JSON array of ScoredPoint */
+    /* output, written by the batcher, read by the reply builder after the job finished */
+    sieve__hit *hits;       /* n_hits results, best first (owned) */
+    uint32_t n_hits;
+    sieve__sbuf payloads;   /* stored payload JSON of the hits, back to back */
+    float *vectors;         /* n_hits x dim stored vectors when with_vector (owned) */
     sieve__err err;         /* err.status != 0 on failure */
     /* plumbing */
     sieve__search_job *job;
@@ -399,11 +424,14 @@ struct sieve__search_job {
 
 void sieve__job_free(sieve__search_job *job);
 
-/* Creates the batcher: opens each device of spec (comma-separated) and starts one worker
- * per device. Errors: those of sieve_device_open, SIEVE_ENOMEM. */
+/* Creates the batcher: opens each device of spec (comma-separated) and starts
+ * s->cfg.batch_workers workers per device (0: 2 on a GPU, 1 on the CPU), each with its own
+ * device handle, sharing the device's page cache. Errors: those of sieve_device_open and
+ * sieve_devcache_create, SIEVE_ENOMEM. */
 int sieve__batcher_create(sieve_server *s, const char *spec, sieve__batcher **out);
 /* Enqueues every query of job on its collection's queue. When the last query of the job
- * finishes, the worker builds the reply and resumes req. Errors: SIEVE_ECLOSED (shutting
+ * finishes, the worker resumes req; its HTTP thread then builds the reply
+ * (sieve__search_job_reply). Errors: SIEVE_ECLOSED (shutting
  * down), SIEVE_EBUSY (queue full). On error nothing was enqueued. */
 int sieve__batcher_submit(sieve__batcher *b, sieve__search_job *job);
 /* Waits for the queues to drain, stops and joins the workers, closes the devices. */
@@ -416,8 +444,11 @@ void sieve__batcher_cache_stats(sieve__batcher *b, uint64_t *resident_bytes,
                                 uint64_t *pages_uploaded, uint64_t *streamed);
 /* Queries waiting over every collection. */
 uint64_t sieve__batcher_queued(sieve__batcher *b);
+/* Batch workers over every device. */
+size_t sieve__batcher_workers(sieve__batcher *b);
 
-/* Builds the reply of a finished job (routes_search.c). */
+/* Builds the reply of a finished job (routes_search.c), on the request's HTTP thread after
+ * the batcher resumed it: every query's hits (or error) are final then. */
 void sieve__search_job_reply(sieve__search_job *job);
 
 /* ---------------------------------------------------------------- metrics (metrics.c) */
@@ -426,17 +457,23 @@ int sieve__metrics_create(sieve__metrics **out);
 void sieve__metrics_destroy(sieve__metrics *m);
 void sieve__metrics_request(sieve__metrics *m, sieve__route r, unsigned status,
                             double seconds);
-/* Phases of a batcher worker's loop, for sieve_batch_phase_seconds_total. */
+/* Phases of a batcher worker's loop, for sieve_batch_phase_seconds_total (summed over the
+ * workers): wait (for queries and the batch window), snapshot (opening or re-checking the
+ * worker's snapshot), search (page cache and kernel), lookup (result rows to ids, payload
+ * bytes and vectors in the snapshot), resume (handing requests back to their connections),
+ * bookkeeping (queue statistics, device gauges). */
 typedef enum sieve__phase {
     SIEVE__PHASE_WAIT = 0,
     SIEVE__PHASE_SNAPSHOT,
     SIEVE__PHASE_SEARCH,
-    SIEVE__PHASE_FORMAT,
+    SIEVE__PHASE_LOOKUP,
     SIEVE__PHASE_RESUME,
     SIEVE__PHASE_BOOKKEEPING,
     SIEVE__PHASE_COUNT
 } sieve__phase;
 void sieve__metrics_phase(sieve__metrics *m, sieve__phase phase, double seconds);
+/* A search reply built on an HTTP thread (sieve_search_reply_seconds_total). */
+void sieve__metrics_reply(sieve__metrics *m, double seconds);
 
 void sieve__metrics_batch(sieve__metrics *m, uint32_t queries, double kernel_s,
                           const sieve_search_stats *st);
@@ -461,6 +498,10 @@ void sieve__route_points_delete(sieve__req *req, json_t *body);
 void sieve__route_points_count(sieve__req *req, json_t *body);
 void sieve__route_points_scroll(sieve__req *req, json_t *body);
 void sieve__route_search(sieve__req *req, json_t *body);
+/* POST .../points/search from the raw body when it has the plainest form
+ * (sieve__search_parse_plain): 1 when it handled the request (queued or answered it), 0
+ * when the caller must parse the body and call sieve__route_search. */
+int sieve__route_search_plain(sieve__req *req);
 void sieve__route_index(sieve__req *req, json_t *body);
 
 /* Looks up the collection of req (404 when absent). */

@@ -1,4 +1,4 @@
-/* upsert_parse.c: a direct parser for upsert bodies.
+/* upsert_parse.c: a direct parser for upsert bodies and for the plainest search bodies.
  *
  * Owns: reading PUT .../points bodies ({"points": [...]} or {"batch": {...}}) straight
  * into float arrays, without building a jansson tree of every number (a 768-dimensional
@@ -7,6 +7,8 @@
  * as compact JSON. Errors read like the rest of the server: syntax errors as "request body:
  * invalid JSON at line L, column C: ...", the rest naming the field
  * ("points[3].vector[7]: expected a number, got a string").
+ * Search bodies of exactly the form {"vector": [...], "limit": N, "offset": M} (offset
+ * optional) are read the same way; anything else about them is left to the generic path.
  * Must not: accept anything the generic JSON path would reject (NaN and Infinity literals,
  * numbers that overflow a double, integers beyond 2^63-1, duplicate keys, bad escapes,
  * control characters in strings, trailing data).
@@ -788,4 +790,43 @@ int sieve__upsert_parse(const char *body, size_t len, uint32_t dim, sieve__upser
                                    "points) or \"batch\" (columns ids/vectors/payloads)");
     for (size_t i = 0; i < u->n; i++) u->points[i].vector = u->vectors + i * dim;
     return 0;
+}
+
+int sieve__search_parse_plain(const char *body, size_t len, uint32_t dim, float *vector,
+                              uint32_t *limit, uint32_t *offset) {
+    sieve__err scratch;
+    parser ps = {body, body, body + len, &scratch, 0};
+    if (peek(&ps) != '{') return 0;
+    int first = 1, r;
+    unsigned seen = 0;
+    char key[16];
+    long long lim = -1, off = 0;
+    while ((r = next_member(&ps, &first, key, sizeof key)) == 1) {
+        if (!strcmp(key, "vector")) {
+            if (seen & 1u || parse_vector(&ps, "vector", dim, vector)) return 0;
+            seen |= 1u;
+        } else if (!strcmp(key, "limit") || !strcmp(key, "offset")) {
+            unsigned bit = key[0] == 'l' ? 2u : 4u;
+            int c = peek(&ps);
+            if (seen & bit || (c != '-' && (c < '0' || c > '9'))) return 0;
+            seen |= bit;
+            double d;
+            int is_int = 0;
+            long long v = 0;
+            if (parse_number(&ps, &d, &is_int, &v) || !is_int) return 0;
+            if (bit == 2u) lim = v;
+            else off = v;
+        } else {
+            return 0; /* anything else: the generic path decides */
+        }
+    }
+    if (r < 0) return 0;
+    ws(&ps);
+    if (ps.p != ps.end || !(seen & 1u) || !(seen & 2u)) return 0;
+    if (lim < 1 || lim > SIEVE_SERVER_MAX_K || off < 0 || off > SIEVE_SERVER_MAX_K - 1 ||
+        lim + off > SIEVE_SERVER_MAX_K)
+        return 0;
+    *limit = (uint32_t)lim;
+    *offset = (uint32_t)off;
+    return 1;
 }

@@ -204,6 +204,14 @@ typedef struct sieve_snapshot sieve_snapshot;
 int sieve_snapshot_open(sieve_store *st, const char *collection, sieve_snapshot **out);
 void sieve_snapshot_close(sieve_snapshot *snap);
 
+/* 1 when snap may serve another batch of reads as if it had just been opened: the
+ * collection's published state is still the one snap sees (no commit has changed it since,
+ * and it was not dropped or re-created) and no writer is waiting for snapshots to close so
+ * it can grow the map. 0 otherwise (also for NULL): close snap and open a new one. Cheap
+ * (two short locks, no LMDB call); callable by the thread that holds snap. A long-lived
+ * snapshot holds LMDB pages freed by later writes, so callers should also bound its age. */
+int sieve_snapshot_is_current(sieve_snapshot *snap);
+
 /* The collection's info as of this snapshot. */
 const sieve_collection_info *sieve_snapshot_info(const sieve_snapshot *snap);
 
@@ -240,13 +248,31 @@ int sieve_snapshot_foreach(sieve_snapshot *snap, sieve_row_visitor fn, void *ctx
  * still searched exactly: its pages stream through pinned host buffers in chunks (staging
  * of the next chunk overlaps the search of the current one) and the per-chunk top-k lists
  * are merged by (key, row), which is the same order the kernel uses. On the CPU device the
- * pages are searched where they lie in LMDB's map and the cache holds nothing.
- * Thread-safety: one thread at a time (like the device it uses). The device must outlive it. */
+ * pages are searched where they lie in LMDB's map and the cache holds nothing (unless
+ * host_resident is set, for tests).
+ *
+ * Thread-safety: one cache may be shared by several threads, each searching through its own
+ * lane (sieve_devcache_lane_*: its own device handle, so its own stream and kernel scratch,
+ * and its own filter-mask buffer); the resident pages are shared. Each resident collection
+ * counts the lanes whose searches are reading it: its pages are refreshed (or it is evicted
+ * or replaced) only while that count is zero, so a search never sees pages change under
+ * it, and a lane whose snapshot is at another generation waits until the searches in
+ * flight finish. A snapshot older than the resident copy makes the copy go back to that
+ * snapshot's pages (only pages whose generation differs are copied); keep snapshots fresh
+ * (sieve_snapshot_is_current) to avoid that. Streamed searches run one at a time per cache
+ * (they share the pinned staging buffers and are bound by host-to-device copies).
+ * sieve_devcache_knn searches through the cache's own lane on the device it was created
+ * with, so it is for one thread at a time. The device must outlive the cache; lanes must be
+ * destroyed before their cache. */
 typedef struct sieve_devcache sieve_devcache;
 
 typedef struct sieve_devcache_options {
-    uint64_t budget_bytes;       /* device bytes for resident pages; 0 = 80% of free memory */
+    uint64_t budget_bytes;       /* device bytes for resident pages; 0 = 80% of free memory
+                                    (no limit with host_resident) */
     uint32_t stream_chunk_pages; /* pages per streamed chunk; 0 = about 1 GiB or budget/4 */
+    int host_resident;           /* tests: on the CPU device, copy pages into the cache's own
+                                    (host) memory and search that copy, refreshing and
+                                    streaming exactly as on a GPU; ignored on CUDA */
 } sieve_devcache_options;
 
 void sieve_devcache_options_init(sieve_devcache_options *o);
@@ -260,11 +286,31 @@ void sieve_devcache_destroy(sieve_devcache *dc);
 /* Exact k-NN over the live rows of the snapshot's collection (and, when allowed is not NULL,
  * only rows whose bit is set in that host bitmap of ceil(rows/64) words). Outputs as
  * sieve_knn (host memory; rows are collection rows). stats (optional) is overwritten.
+ * Searches through the cache's own lane (one thread at a time; other lanes may search
+ * concurrently).
  * Errors: as sieve_knn, plus SIEVE_ENOMEM when even one streamed chunk does not fit. */
 int sieve_devcache_knn(sieve_devcache *dc, sieve_snapshot *snap, const uint64_t *allowed,
                        const float *queries, uint32_t n_queries, const sieve_search_params *p,
                        int64_t *out_rows, float *out_scores, uint32_t *out_counts,
                        sieve_search_stats *stats);
+
+/* A lane: one thread's way into a shared cache. */
+typedef struct sieve_devcache_lane sieve_devcache_lane;
+
+/* Creates a lane of dc that searches on dev: a device handle of the same kind as the
+ * cache's (for CUDA, the same GPU) used by this lane only, so that lanes on different
+ * threads each have their own stream and scratch. dev must outlive the lane.
+ * Errors: SIEVE_EINVAL (NULL, or dev is of another kind or another GPU), SIEVE_ENOMEM,
+ * SIEVE_EDEVICE. */
+int sieve_devcache_lane_create(sieve_devcache *dc, sieve_device *dev,
+                               sieve_devcache_lane **out);
+/* Frees the lane's buffers. NULL is ignored. */
+void sieve_devcache_lane_destroy(sieve_devcache_lane *lane);
+/* As sieve_devcache_knn, through lane (one thread at a time per lane). */
+int sieve_devcache_lane_knn(sieve_devcache_lane *lane, sieve_snapshot *snap,
+                            const uint64_t *allowed, const float *queries, uint32_t n_queries,
+                            const sieve_search_params *p, int64_t *out_rows, float *out_scores,
+                            uint32_t *out_counts, sieve_search_stats *stats);
 
 typedef struct sieve_devcache_stats {
     uint64_t resident_collections;
@@ -275,7 +321,7 @@ typedef struct sieve_devcache_stats {
     uint64_t streamed_searches;  /* searches that streamed because the collection was too big */
 } sieve_devcache_stats;
 
-/* Errors: SIEVE_EINVAL. */
+/* A consistent copy of the counters (any thread). Errors: SIEVE_EINVAL. */
 int sieve_devcache_get_stats(const sieve_devcache *dc, sieve_devcache_stats *out);
 
 #ifdef __cplusplus

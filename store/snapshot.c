@@ -117,6 +117,21 @@ int sieve_snapshot_open(sieve_store *st, const char *collection, sieve_snapshot 
     return 0;
 }
 
+int sieve_snapshot_is_current(sieve_snapshot *snap) {
+    if (!snap) return 0;
+    sieve_store *st = snap->st;
+    pthread_mutex_lock(&st->map_mu);
+    int growing = st->grow_waiting;
+    pthread_mutex_unlock(&st->map_mu);
+    if (growing) return 0;
+    /* views are immutable and replaced by every commit that touches the collection; snap
+       holds a reference to its own, so the address cannot be reused while it is open */
+    sieve__view *v = sieve__view_get(st, snap->view->info.config.name, NULL);
+    int same = v == snap->view;
+    if (v) sieve__view_unref(v);
+    return same;
+}
+
 const sieve_collection_info *sieve_snapshot_info(const sieve_snapshot *snap) {
     return snap ? &snap->view->info : NULL;
 }

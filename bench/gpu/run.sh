@@ -12,7 +12,8 @@
 #             SM clock / power while the B=64 scan runs for a few seconds
 #   torch     PyTorch matmul + topk baseline ($TORCH_ARGS)
 #   ceilings  copy bandwidth and GEMM rates
-#   e2e       sieve-server on the GPU, 1M x 768 float16, k=10, 1/8/64 clients (sieve-loadgen)
+#   e2e       sieve-server on the GPU, 1M x 768 float16, k=10, 1/8/64/128 clients (sieve-loadgen),
+#             once per E2E_WORKERS entry (--batch-workers; default "2 1"), E2E_CLIENTS levels
 #   msmarco   bench/msmarco: surrogate at MSMARCO_SCALE (default 1.0 = 8,841,823 rows), MSMARCO_QUERIES
 #             queries (default 1000), extra flags in MSMARCO_ARGS; generated data stays in
 #             MSMARCO_WORK (default /tmp/msmarco-bench, outside $OUT) for a second run on a warm
@@ -85,26 +86,35 @@ for stage in "$@"; do
     ceilings)
       python3 bench/torch_knn.py --ceilings --n 1k --batch 1 --k 1 --json "$OUT/ceilings.json" 2>&1 | grep ceiling ;;
     e2e)
+      # One data directory; the server runs once per E2E_WORKERS entry (--batch-workers),
+      # the first run creates the collection over HTTP.
       data=$(mktemp -d /tmp/sieve-e2e.XXXXXX)
-      "$B/server/sieve-server" --port 6399 --data-dir "$data" --device cuda:0 --threads 16 \
-        --batch-max 256 ${E2E_SERVER_ARGS:-} > "$OUT/e2e_server.log" 2>&1 &
-      spid=$!
-      for i in $(seq 1 50); do
-        python3 -c "import urllib.request as u; u.urlopen('http://127.0.0.1:6399/readyz', timeout=1)" 2>/dev/null && break
-        sleep 0.2
+      first=1
+      for W in ${E2E_WORKERS:-2 1}; do
+        "$B/server/sieve-server" --port 6399 --data-dir "$data" --device cuda:0 --threads 16 \
+          --batch-max 256 --batch-workers "$W" ${E2E_SERVER_ARGS:-} > "$OUT/e2e_server_w$W.log" 2>&1 &
+        spid=$!
+        for i in $(seq 1 50); do
+          python3 -c "import urllib.request as u; u.urlopen('http://127.0.0.1:6399/readyz', timeout=1)" 2>/dev/null && break
+          sleep 0.2
+        done
+        if [ $first -eq 1 ]; then
+          t0=$(date +%s)
+          "$B/bench/sieve-loadgen" --url http://127.0.0.1:6399 --create "$E2E_N" --dim 768 \
+            --distance Dot --datatype float16 --upload-clients 12 --upload-batch 2000 --clients 1 \
+            --duration 2 --warmup 1 > "$OUT/e2e_create.log" 2>&1 || status=1
+          echo "created $E2E_N points over HTTP in $(( $(date +%s) - t0 )) s (including a 3 s probe)"
+          tail -4 "$OUT/e2e_create.log"
+          first=0
+        fi
+        echo "--- --batch-workers $W"
+        "$B/bench/sieve-loadgen" --url http://127.0.0.1:6399 --clients ${E2E_CLIENTS:-1,8,64,128} \
+          --duration 10 --warmup 2 --limit 10 2>&1 | tee "$OUT/e2e_loadgen_w$W.log" | tail -7
+        [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+        python3 -c "import urllib.request as u; print(u.urlopen('http://127.0.0.1:6399/metrics').read().decode())" > "$OUT/e2e_metrics_w$W.txt"
+        grep -E "^sieve_(batch_size|kernel_seconds)_(sum|count)|^sieve_batch_phase|^sieve_search_repl|^sieve_batch_workers|^sieve_device_memory" "$OUT/e2e_metrics_w$W.txt"
+        kill -TERM $spid; wait $spid; echo "server exit $?"
       done
-      t0=$(date +%s)
-      "$B/bench/sieve-loadgen" --url http://127.0.0.1:6399 --create "$E2E_N" --dim 768 \
-        --distance Dot --datatype float16 --upload-clients 12 --upload-batch 2000 --clients 1 \
-        --duration 2 --warmup 1 > "$OUT/e2e_create.log" 2>&1 || status=1
-      echo "created $E2E_N points over HTTP in $(( $(date +%s) - t0 )) s (including a 3 s probe)"
-      tail -4 "$OUT/e2e_create.log"
-      "$B/bench/sieve-loadgen" --url http://127.0.0.1:6399 --clients 1,8,64,128 --duration 10 \
-        --warmup 2 --limit 10 2>&1 | tee "$OUT/e2e_loadgen.log" | tail -8
-      [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
-      python3 -c "import urllib.request as u; print(u.urlopen('http://127.0.0.1:6399/metrics').read().decode())" > "$OUT/e2e_metrics.txt"
-      grep -E "^sieve_(batch_size|kernel_seconds)_(sum|count)|device_memory" "$OUT/e2e_metrics.txt" | head
-      kill -TERM $spid; wait $spid; echo "server exit $?"
       rm -rf "$data" ;;
     msmarco)
       work="${MSMARCO_WORK:-/tmp/msmarco-bench}"

@@ -64,6 +64,17 @@ __attribute__((unused)) static long go_raw(const char *method, const char *path,
     return R.status;
 }
 
+/* The value of an unlabelled Prometheus sample in a /metrics body, or -1 when absent. */
+__attribute__((unused)) static double metric_value(const char *text, const char *name) {
+    const char *p = text;
+    size_t n = strlen(name);
+    while ((p = strstr(p, name))) {
+        if ((p == text || p[-1] == '\n') && p[n] == ' ') return atof(p + n + 1);
+        p += n;
+    }
+    return -1;
+}
+
 #define EXPECT_STATUS(code)                                                             \
     cr_assert_eq(R.status, (long)(code), "expected HTTP %d, got %ld: %s", (int)(code),  \
                  R.status, R.body ? R.body : "")

@@ -12,16 +12,6 @@
 
 TestSuite(lifecycle, .init = fixture_init, .fini = fixture_fini);
 
-static double metric_value(const char *text, const char *name) {
-    const char *p = text;
-    size_t n = strlen(name);
-    while ((p = strstr(p, name))) {
-        if ((p == text || p[-1] == '\n') && p[n] == ' ') return atof(p + n + 1);
-        p += n;
-    }
-    return -1;
-}
-
 Test(lifecycle, data_survives_a_restart) {
     START(END);
     go("PUT", "/collections/keep", "{\"vectors\":{\"size\":4,\"distance\":\"Cosine\","
@@ -235,4 +225,23 @@ Test(lifecycle, flags_env_and_a_busy_data_dir) {
     if (f) fclose(f);
     cr_assert(found, "the usage error should name --batch-max");
     th_cleanup(&bad);
+
+    /* --batch-workers: 1..64, from the flag or SIEVE_BATCH_WORKERS; /metrics counts them. */
+    th_server bw;
+    th_init(&bw);
+    cr_assert_neq(th_start(&bw, "--batch-workers", "0", END), 0);
+    f = fopen(bw.log, "r");
+    found = 0;
+    while (f && fgets(line, sizeof line, f)) found |= strstr(line, "--batch-workers") != NULL;
+    if (f) fclose(f);
+    cr_assert(found, "the usage error should name --batch-workers");
+    th_cleanup(&bw);
+    setenv("SIEVE_BATCH_WORKERS", "3", 1);
+    cr_assert_eq(th_restart(&S), 0);
+    unsetenv("SIEVE_BATCH_WORKERS");
+    KEY = "from-env";
+    go("GET", "/metrics", NULL);
+    EXPECT_STATUS(200);
+    cr_assert_eq(metric_value(R.body, "sieve_batch_workers"), 3, "%s", R.body);
+    stop_ok();
 }

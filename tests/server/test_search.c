@@ -8,6 +8,8 @@
 #include <math.h>
 
 #include "sieve_kernels.h"
+#include <pthread.h>
+
 #include "tcommon.h"
 
 TestSuite(search, .init = fixture_init, .fini = fixture_fini);
@@ -413,8 +415,9 @@ static void reload_dataset(dataset *ds, const char *name, uint64_t *alive) {
 
 /* Searches see every acknowledged write: overwritten vectors, deletes, re-inserts (on a
  * GPU, SIEVE_TEST_DEVICE=cuda:0, this checks that the page cache refreshes). */
-Test(search, writes_are_visible_to_the_next_search) {
-    START(END);
+static void writes_visible(int workers) {
+    if (workers > 1) START("--batch-workers", "3", "--host-page-cache", END);
+    else START(END);
     dataset ds;
     make_dataset(&ds, "w", 200, 16, SIEVE_METRIC_EUCLID, SIEVE_DTYPE_F32);
     uint64_t alive[4];
@@ -479,6 +482,12 @@ Test(search, writes_are_visible_to_the_next_search) {
     free_dataset(&ds);
     stop_ok();
 }
+
+Test(search, writes_are_visible_to_the_next_search) { writes_visible(1); }
+
+/* The same with three batch workers sharing one page cache (on the CPU, the host copy that
+ * runs the GPU cache's refresh code): a worker's kept snapshot must not hide a write. */
+Test(search, writes_are_visible_with_several_batch_workers) { writes_visible(3); }
 
 
 /* ---------------------------------------------------------------- filters */
@@ -763,5 +772,246 @@ Test(search, bad_searches_name_the_field) {
     /* Still serving. */
     go("POST", "/collections/c/points/search", "{\"vector\":[1,2,3],\"limit\":1}");
     cr_assert_eq(json_array_size(ok_result()), 1);
+    stop_ok();
+}
+
+/* ---------------------------------------------------------------- several batch workers */
+
+/* One search result list as (id, score, payload "i") triples, from a reply body. */
+typedef struct hitlist {
+    int n;
+    long long id[16];
+    double score[16];
+    long long pi[16];
+} hitlist;
+
+static int parse_hits(const char *body, hitlist *h) {
+    memset(h, 0, sizeof *h);
+    json_error_t je;
+    json_t *j = json_loads(body, 0, &je);
+    json_t *res = j ? json_object_get(j, "result") : NULL;
+    if (!json_is_array(res) || json_array_size(res) > 16) {
+        json_decref(j);
+        return -1;
+    }
+    h->n = (int)json_array_size(res);
+    for (int i = 0; i < h->n; i++) {
+        json_t *p = json_array_get(res, (size_t)i);
+        h->id[i] = json_integer_value(json_object_get(p, "id"));
+        h->score[i] = json_number_value(json_object_get(p, "score"));
+        h->pi[i] = json_integer_value(json_object_get(json_object_get(p, "payload"), "i"));
+    }
+    json_decref(j);
+    return 0;
+}
+
+/* Same ids in the same order, the same payloads, scores equal up to float32 rounding (a
+ * query batched with others may take another BLAS code path on the CPU). */
+static int same_hits(const hitlist *a, const hitlist *b) {
+    if (a->n != b->n) return 0;
+    for (int i = 0; i < a->n; i++)
+        if (a->id[i] != b->id[i] || a->pi[i] != b->pi[i] ||
+            fabs(a->score[i] - b->score[i]) > 1e-5 * (1 + fabs(a->score[i])))
+            return 0;
+    return 1;
+}
+
+#define MW_N 500
+#define MW_DIM 16
+#define MW_NQ 12
+#define MW_THREADS 6
+#define MW_PER_THREAD 40
+
+typedef struct mw_reader {
+    int port;
+    char **queries;        /* MW_NQ request bodies */
+    const hitlist *ref[2]; /* per query: state A and state B */
+    int index;
+    int done, in_a, in_b;
+    char failure[512];
+} mw_reader;
+
+static void *mw_reader_main(void *arg) {
+    mw_reader *r = arg;
+    th_server s;
+    memset(&s, 0, sizeof s);
+    s.port = r->port;
+    for (int i = 0; i < MW_PER_THREAD && !r->failure[0]; i++) {
+        int q = (r->index * 5 + i) % MW_NQ;
+        th_resp resp;
+        memset(&resp, 0, sizeof resp);
+        if (th_req(&s, "POST", "/collections/mw/points/search", r->queries[q], NULL, &resp) ||
+            resp.status != 200) {
+            snprintf(r->failure, sizeof r->failure, "reader %d q%d: HTTP %ld %.300s", r->index,
+                     q, resp.status, resp.body ? resp.body : resp.error);
+        } else {
+            hitlist h;
+            if (parse_hits(resp.body, &h)) {
+                snprintf(r->failure, sizeof r->failure, "reader %d q%d: bad reply %.300s",
+                         r->index, q, resp.body);
+            } else if (same_hits(&h, &r->ref[0][q])) {
+                r->in_a++;
+            } else if (same_hits(&h, &r->ref[1][q])) {
+                r->in_b++;
+            } else {
+                snprintf(r->failure, sizeof r->failure, "reader %d q%d: the reply matches "
+                         "neither state: %.400s", r->index, q, resp.body);
+            }
+        }
+        th_resp_free(&resp);
+        r->done++;
+    }
+    return NULL;
+}
+
+/* Uploads every point of the collection at once (one atomic write): state 0 or 1. */
+static void mw_put_state(const float *vecs) {
+    char *body = NULL;
+    size_t blen = 0;
+    FILE *f = open_memstream(&body, &blen);
+    fprintf(f, "{\"points\":[");
+    for (uint32_t i = 0; i < MW_N; i++) {
+        char *vj = vec_json(vecs + (size_t)i * MW_DIM, MW_DIM);
+        fprintf(f, "%s{\"id\":%u,\"vector\":%s,\"payload\":{\"i\":%u}}", i ? "," : "", ID0 + i,
+                vj, i);
+        free(vj);
+    }
+    fprintf(f, "]}");
+    fclose(f);
+    go_raw("PUT", "/collections/mw/points?wait=true", body);
+    free(body);
+    ok_result();
+}
+
+/* Zero vectors (score 0, below every query's top 10 here) that come and go: they take new
+ * rows and pages, free rows for reuse and dirty pages, without changing any answer. */
+static void mw_noise(int round) {
+    char *body = NULL;
+    size_t blen = 0;
+    FILE *f = open_memstream(&body, &blen);
+    fprintf(f, "{\"points\":[");
+    for (int i = 0; i < 30; i++)
+        fprintf(f, "%s{\"id\":%d,\"vector\":[%s0]}", i ? "," : "", 100000 + round * 30 + i,
+                "0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,");
+    fprintf(f, "]}");
+    fclose(f);
+    go_raw("PUT", "/collections/mw/points?wait=true", body);
+    free(body);
+    ok_result();
+    if (round > 0) {
+        go("POST", "/collections/mw/points/delete?wait=true", "{\"points\":[%d,%d,%d,%d,%d]}",
+           100000 + (round - 1) * 30, 100000 + (round - 1) * 30 + 3,
+           100000 + (round - 1) * 30 + 7, 100000 + (round - 1) * 30 + 11,
+           100000 + (round - 1) * 30 + 29);
+        ok_result();
+    }
+}
+
+/* Three batch workers answer exactly as one worker and as the reference, also under
+ * concurrent load while writes land: every reply equals the sequential answer of one of
+ * the two states the collection alternates between (each state is one atomic upsert that
+ * rewrites every row in place), and the noise writes never show. On the CPU the workers
+ * share the host copy of the page cache (--host-page-cache), so its refresh under
+ * concurrent searches runs here too; with SIEVE_TEST_DEVICE=cuda:0 it is the GPU cache. */
+Test(search, batch_workers_agree_with_one_worker_under_writes) {
+    START("--batch-workers", "3", "--host-page-cache", "--batch-wait-us", "300", END);
+    dataset ds;
+    make_dataset(&ds, "mw", MW_N, MW_DIM, SIEVE_METRIC_DOT, SIEVE_DTYPE_F32);
+    float *va = malloc(sizeof(float) * MW_N * MW_DIM), *vb = malloc(sizeof(float) * MW_N * MW_DIM);
+    cr_assert(va && vb);
+    for (size_t i = 0; i < (size_t)MW_N * MW_DIM; i++) {
+        va[i] = frand();
+        vb[i] = frand();
+    }
+    float qs[MW_NQ][MW_DIM];
+    char *qbody[MW_NQ];
+    for (int q = 0; q < MW_NQ; q++) {
+        for (int d = 0; d < MW_DIM; d++) qs[q][d] = frand();
+        char *vj = vec_json(qs[q], MW_DIM);
+        if (asprintf(&qbody[q], "{\"vector\":%s,\"limit\":10,\"with_payload\":true}", vj) < 0)
+            qbody[q] = NULL;
+        cr_assert(qbody[q]);
+        free(vj);
+    }
+    /* Sequential answers of both states; state A is also checked against the reference. */
+    static hitlist ref[2][MW_NQ];
+    for (int st = 0; st < 2; st++) {
+        mw_put_state(st ? vb : va);
+        if (!st) {
+            memcpy(ds.raw, va, sizeof(float) * MW_N * MW_DIM);
+            uint64_t alive[(MW_N + 63) / 64];
+            reload_dataset(&ds, "mw", alive);
+        }
+        for (int q = 0; q < MW_NQ; q++) {
+            go_raw("POST", "/collections/mw/points/search", qbody[q]);
+            EXPECT_STATUS(200);
+            cr_assert_eq(parse_hits(R.body, &ref[st][q]), 0, "%s", R.body);
+            cr_assert_eq(ref[st][q].n, 10);
+            cr_assert_gt(ref[st][q].score[9], 0, "q%d: the 10th score must be above the noise's "
+                                                 "0", q);
+            if (!st) {
+                expect x = {.limit = 10, .with_payload = 0};
+                char what[32];
+                snprintf(what, sizeof what, "state A q%d", q);
+                json_t *res = ok_result();
+                /* the payload here is {"i": row}: check_points checks ids and scores */
+                json_t *copy = json_deep_copy(res);
+                size_t k;
+                json_t *p;
+                json_array_foreach(copy, k, p) json_object_set_new(p, "payload", json_null());
+                check_points(what, copy, &ds, qs[q], &x);
+                json_decref(copy);
+            }
+        }
+    }
+    /* Concurrent readers while the collection flips between A and B and noise comes and
+     * goes. */
+    mw_reader rd[MW_THREADS];
+    pthread_t th[MW_THREADS];
+    for (int i = 0; i < MW_THREADS; i++) {
+        memset(&rd[i], 0, sizeof rd[i]);
+        rd[i].port = S.port;
+        rd[i].queries = qbody;
+        rd[i].ref[0] = ref[0];
+        rd[i].ref[1] = ref[1];
+        rd[i].index = i;
+        cr_assert_eq(pthread_create(&th[i], NULL, mw_reader_main, &rd[i]), 0);
+    }
+    int state = 1;
+    for (int round = 0; round < 12; round++) {
+        mw_noise(round);
+        state ^= 1;
+        mw_put_state(state ? vb : va);
+    }
+    int in_a = 0, in_b = 0;
+    for (int i = 0; i < MW_THREADS; i++) {
+        pthread_join(th[i], NULL);
+        cr_assert_eq(rd[i].failure[0], 0, "%s", rd[i].failure);
+        cr_assert_eq(rd[i].done, MW_PER_THREAD);
+        in_a += rd[i].in_a;
+        in_b += rd[i].in_b;
+    }
+    cr_log_info("concurrent replies: %d in state A, %d in state B", in_a, in_b);
+    go("GET", "/metrics", NULL);
+    EXPECT_STATUS(200);
+    cr_assert_eq(metric_value(R.body, "sieve_batch_workers"), 3, "%s", R.body);
+    cr_assert(metric_value(R.body, "sieve_batch_size_count") <
+                  metric_value(R.body, "sieve_batch_size_sum"),
+              "concurrent searches never shared a kernel call");
+    /* The final state (B: an even number of flips from B) answered by one worker. */
+    stop_ok();
+    cr_assert_eq(state, 1);
+    cr_assert_eq(th_start(&S, "--batch-workers", "1", END), 0);
+    for (int q = 0; q < MW_NQ; q++) {
+        go_raw("POST", "/collections/mw/points/search", qbody[q]);
+        EXPECT_STATUS(200);
+        hitlist h;
+        cr_assert_eq(parse_hits(R.body, &h), 0);
+        cr_assert(same_hits(&h, &ref[1][q]), "q%d: one worker answers %s", q, R.body);
+    }
+    for (int q = 0; q < MW_NQ; q++) free(qbody[q]);
+    free(va);
+    free(vb);
+    free_dataset(&ds);
     stop_ok();
 }

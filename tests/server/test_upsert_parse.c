@@ -266,3 +266,106 @@ Test(upsert_parse, mutations_never_accept_what_jansson_rejects) {
     cr_assert_gt(accepted, 0, "no mutation stayed valid: the test lost its power");
     free(buf);
 }
+
+/* ---------------------------------------------------------------- plain search bodies */
+
+/* Plain search bodies read the same floats, limit and offset jansson's path would. */
+Test(search_plain, numbers_limit_and_offset_match_jansson) {
+    enum { DIM = 48 };
+    for (int round = 0; round < 50; round++) {
+        char *body = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&body, &len);
+        int lim = 1 + (int)(rnd() % 100), off = (int)(rnd() % 20), with_off = round % 3 == 0;
+        char vec[DIM * 40];
+        size_t vo = 0;
+        vo += (size_t)snprintf(vec + vo, sizeof vec - vo, "[");
+        for (int d = 0; d < DIM; d++) {
+            char num[64];
+            random_number(num, sizeof num);
+            vo += (size_t)snprintf(vec + vo, sizeof vec - vo, "%s%s", d ? ", " : "", num);
+        }
+        snprintf(vec + vo, sizeof vec - vo, "]");
+        if (round % 2)
+            fprintf(f, " { \"limit\" : %d ,\"vector\":%s%s%d}\n", lim, vec,
+                    with_off ? ",\"offset\":" : "", with_off ? off : lim);
+        else
+            fprintf(f, "{\"vector\":%s,\"limit\":%d%s}", vec, lim, with_off ? ",\"offset\":3" : "");
+        fclose(f);
+        if (!(round % 2) && with_off) off = 3;
+        if (round % 2 && !with_off) { /* the trailing number made it invalid JSON: a key */
+            /* fprintf above wrote "...]<lim>}": not JSON; both paths must reject it */
+            float v[DIM];
+            uint32_t l = 0, o = 0;
+            cr_assert_eq(sieve__search_parse_plain(body, len, DIM, v, &l, &o), 0, "%s", body);
+            cr_assert_null(json_loadb(body, len, 0, NULL));
+            free(body);
+            continue;
+        }
+        float v[DIM];
+        uint32_t l = 0, o = 99;
+        cr_assert_eq(sieve__search_parse_plain(body, len, DIM, v, &l, &o), 1, "%s", body);
+        json_t *j = json_loadb(body, len, JSON_REJECT_DUPLICATES, NULL);
+        cr_assert(j, "jansson rejects %s", body);
+        cr_assert_eq(l, (uint32_t)lim);
+        cr_assert_eq(o, with_off ? (uint32_t)off : 0u, "offset %u in %s", o, body);
+        json_t *jv = json_object_get(j, "vector");
+        for (int d = 0; d < DIM; d++) {
+            float want = (float)json_number_value(json_array_get(jv, (size_t)d));
+            cr_assert(memcmp(&want, &v[d], sizeof want) == 0, "value %d: %.9g vs jansson %.9g", d,
+                      (double)v[d], (double)want);
+        }
+        json_decref(j);
+        free(body);
+    }
+}
+
+/* Everything but the plainest form is left to the generic path (which answers or names
+ * the error), including bodies the generic path rejects. */
+Test(search_plain, anything_else_goes_to_the_generic_path) {
+    static const char *const bodies[] = {
+        "",
+        "[]",
+        "{}",
+        "{\"vector\":[1,2,3]}",                                  /* no limit */
+        "{\"limit\":3}",                                         /* no vector */
+        "{\"vector\":[1,2,3],\"limit\":3,\"filter\":null}",       /* another key */
+        "{\"vector\":[1,2,3],\"limit\":3,\"with_payload\":true}",
+        "{\"vector\":[1,2,3],\"limit\":3,\"limit\":4}",          /* duplicate key */
+        "{\"vector\":[1,2,3],\"vector\":[1,2,3],\"limit\":3}",
+        "{\"vector\":[1,2],\"limit\":3}",                        /* wrong dimension */
+        "{\"vector\":[1,2,3,4],\"limit\":3}",
+        "{\"vector\":[1,2,\"3\"],\"limit\":3}",
+        "{\"vector\":[1,2,NaN],\"limit\":3}",
+        "{\"vector\":[1,2,1e39],\"limit\":3}",                   /* beyond float32 */
+        "{\"vector\":{\"name\":\"\",\"vector\":[1,2,3]},\"limit\":3}",
+        "{\"vector\":[1,2,3],\"limit\":0}",
+        "{\"vector\":[1,2,3],\"limit\":-1}",
+        "{\"vector\":[1,2,3],\"limit\":16385}",
+        "{\"vector\":[1,2,3],\"limit\":3.0}",
+        "{\"vector\":[1,2,3],\"limit\":\"3\"}",
+        "{\"vector\":[1,2,3],\"limit\":10,\"offset\":16380}",    /* offset + limit > 16384 */
+        "{\"vector\":[1,2,3],\"limit\":10,\"offset\":-1}",
+        "{\"vector\":[1,2,3],\"limit\":3} x",                    /* trailing data */
+        "{\"vector\":[1,2,3],\"limit\":3",                       /* truncated */
+        "{\"vector\":[1,2,3,],\"limit\":3}",
+        "{\"vec\\u0074or\":[1,2,3],\"limit\":3}",                /* an escape spelling "vector": fine either way, but must not crash */
+    };
+    for (size_t i = 0; i < sizeof bodies / sizeof bodies[0]; i++) {
+        float v[3];
+        uint32_t l = 0, o = 0;
+        int r = sieve__search_parse_plain(bodies[i], strlen(bodies[i]), 3, v, &l, &o);
+        if (i + 1 == sizeof bodies / sizeof bodies[0]) {
+            /* "vec\u0074or" is the key "vector" to jansson too: accepting it is correct */
+            if (r) cr_assert(l == 3 && v[0] == 1 && v[2] == 3);
+            continue;
+        }
+        cr_assert_eq(r, 0, "body %zu (%s) should go to the generic path", i, bodies[i]);
+    }
+    float v[3];
+    uint32_t l = 0, o = 0;
+    const char *ok = "{\"vector\":[1,-2.5,3e2],\"limit\":16384}";
+    cr_assert_eq(sieve__search_parse_plain(ok, strlen(ok), 3, v, &l, &o), 1);
+    cr_assert(v[0] == 1.0f && v[1] == -2.5f && v[2] == 300.0f && l == 16384 && o == 0,
+              "%g %g %g limit %u offset %u", (double)v[0], (double)v[1], (double)v[2], l, o);
+}

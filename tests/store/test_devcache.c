@@ -1,10 +1,13 @@
 /* test_devcache.c: the device page cache against the kernel's materialized full sort of the
  * same snapshot, on the CPU and (where one is visible) on a CUDA device: resident, refreshed
  * after upserts and deletes (only dirty pages re-uploaded), with filters, and streamed when
- * the budget is smaller than the collection. Real LMDB files in a temporary directory. */
+ * the budget is smaller than the collection; the same resident and streaming code on the
+ * CPU with host_resident; and several lanes searching one shared cache while a writer
+ * changes the collection. Real LMDB files in a temporary directory. */
 #define _POSIX_C_SOURCE 200809L
 #include <criterion/criterion.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -112,7 +115,7 @@ static void check_search(sieve_devcache *dc, sieve_device *dev, sieve_store *st,
     sieve_device_close(cpu);
 }
 
-static void exercise(const char *spec, uint64_t budget) {
+static void exercise(const char *spec, uint64_t budget, int host_resident) {
     sieve_device *dev = NULL;
     cr_assert_eq(sieve_device_open(spec, &dev), 0);
     sieve_store *st = NULL;
@@ -134,6 +137,7 @@ static void exercise(const char *spec, uint64_t budget) {
         sieve_devcache_options_init(&o);
         o.budget_bytes = budget;
         o.stream_chunk_pages = budget ? 5 : 0;
+        o.host_resident = host_resident;
         sieve_devcache *dc = NULL;
         cr_assert_eq(sieve_devcache_create(dev, &o, &dc), 0);
         check_search(dc, dev, st, cfg.name, cfg.metric, 9, 25, NULL, NULL);
@@ -146,7 +150,7 @@ static void exercise(const char *spec, uint64_t budget) {
         check_search(dc, dev, st, cfg.name, cfg.metric, 9, 25, NULL, NULL);
         sieve_devcache_stats s1;
         cr_assert_eq(sieve_devcache_get_stats(dc, &s1), 0);
-        if (sieve_device_get_kind(dev) == SIEVE_DEVICE_CUDA && !budget) {
+        if ((sieve_device_get_kind(dev) == SIEVE_DEVICE_CUDA || host_resident) && !budget) {
             cr_assert_eq(s1.streamed_searches, 0);
             /* 24 pages initially (3000 rows of 128); then page 0 (id 5 rewritten), page 23
                (rows 3000..3071 added) and the new page 24 */
@@ -182,14 +186,225 @@ static void exercise(const char *spec, uint64_t budget) {
     sieve_device_close(dev);
 }
 
-Test(devcache, cpu_device_searches_the_map_exactly) { exercise("cpu", 0); }
+Test(devcache, cpu_device_searches_the_map_exactly) { exercise("cpu", 0, 0); }
+
+Test(devcache, host_resident_refreshes_like_a_gpu) { exercise("cpu", 0, 1); }
+
+Test(devcache, host_resident_streams_when_over_budget) { exercise("cpu", 64 * 1024, 1); }
 
 Test(devcache, cuda_resident_and_refreshed, .timeout = 600) {
     if (sieve_cuda_device_count() == 0) cr_skip_test("no CUDA device visible: GPU page cache test skipped");
-    exercise("cuda:0", 0);
+    exercise("cuda:0", 0, 0);
 }
 
 Test(devcache, cuda_streams_when_over_budget, .timeout = 600) {
     if (sieve_cuda_device_count() == 0) cr_skip_test("no CUDA device visible: GPU page cache test skipped");
-    exercise("cuda:0", 64 * 1024); /* far below one collection: every search streams */
+    exercise("cuda:0", 64 * 1024, 0); /* far below one collection: every search streams */
+}
+
+/* ---------------------------------------------------------------- shared cache, many lanes */
+
+typedef struct lane_ctx {
+    sieve_devcache *dc;
+    sieve_store *st;
+    const char *spec;
+    int index;
+    volatile int *stop;
+    unsigned long searches, filtered;
+    uint64_t generations_seen[2]; /* smallest and largest */
+    char failure[256];
+} lane_ctx;
+
+/* The materialized full sort of the snapshot's own matrix on dev (for CUDA over a device
+ * copy, so the keys come from the same scorer as the cache's search). */
+static int materialized_ref(sieve_device *dev, const sieve_matrix *host, const uint64_t *allowed,
+                            const float *q, uint32_t nq, const sieve_search_params *p,
+                            int64_t *rows, float *sc, uint32_t *cnt) {
+    sieve_matrix m = *host;
+    m.allowed = allowed;
+    if (sieve_device_get_kind(dev) == SIEVE_DEVICE_CPU)
+        return sieve_knn_materialized(dev, &m, q, nq, p, rows, sc, cnt, NULL);
+    sieve_dev_matrix *dm = NULL;
+    int rc = sieve_dev_matrix_create(dev, m.dtype, m.n_rows, m.dim, m.rows_per_page, &dm);
+    size_t rb = (size_t)m.rows_per_page * m.dim * sieve_dtype_size(m.dtype);
+    uint64_t pages = (m.n_rows + m.rows_per_page - 1) / m.rows_per_page;
+    for (uint64_t pg = 0; pg < pages && !rc; pg++) {
+        rc = sieve_device_upload(dev, (unsigned char *)sieve_dev_matrix_rows(dm) + pg * rb, m.pages[pg], rb);
+        if (!rc)
+            rc = sieve_device_upload(dev, sieve_dev_matrix_norms(dm) + pg * m.rows_per_page, m.norm_pages[pg],
+                                     (size_t)m.rows_per_page * 4);
+    }
+    if (!rc) rc = sieve_dev_matrix_set_masks(dm, m.deleted, allowed);
+    if (!rc) rc = sieve_knn_materialized(dev, sieve_dev_matrix_view(dm), q, nq, p, rows, sc, cnt, NULL);
+    sieve_dev_matrix_destroy(dm);
+    return rc;
+}
+
+/* One worker: its own device and lane; searches fresh snapshots while the writer runs and
+ * checks each answer against the materialized full sort of that snapshot's own matrix. Odd
+ * searches use a filter mask of its own (rows r % 3 == index % 3), so lanes sharing a mask
+ * buffer would be caught. */
+static void *lane_main(void *arg) {
+    lane_ctx *c = arg;
+    sieve_device *dev = NULL, *ref = NULL;
+    sieve_devcache_lane *lane = NULL;
+    if (sieve_device_open(c->spec, &dev) || sieve_device_open(c->spec, &ref) ||
+        sieve_devcache_lane_create(c->dc, dev, &lane)) {
+        snprintf(c->failure, sizeof c->failure, "cannot open a device or lane");
+        goto out;
+    }
+    const uint32_t nq = 3, k = 12;
+    c->generations_seen[0] = UINT64_MAX;
+    for (unsigned long it = 0; !*c->stop || it < 4; it++) {
+        sieve_snapshot *snap = NULL;
+        int rc = sieve_snapshot_open(c->st, "shared", &snap);
+        if (rc) {
+            snprintf(c->failure, sizeof c->failure, "snapshot: %s", sieve_strerror(rc));
+            break;
+        }
+        const sieve_collection_info *info = sieve_snapshot_info(snap);
+        if (info->generation < c->generations_seen[0]) c->generations_seen[0] = info->generation;
+        if (info->generation > c->generations_seen[1]) c->generations_seen[1] = info->generation;
+        uint32_t dim = info->config.dim;
+        float q[3 * 32];
+        for (uint32_t i = 0; i < nq * dim; i++) /* host values, whatever the device */
+            q[i] = (float)(((1000 + (uint64_t)c->index * 100000 + it) * 2654435761u + i * 40503u) % 2001) / 1000.0f - 1.0f;
+        uint64_t *allow = NULL;
+        if (it % 2) {
+            size_t words = (size_t)((info->rows + 63) / 64);
+            allow = calloc(words ? words : 1, 8);
+            for (uint64_t r = 0; r < info->rows; r++)
+                if (r % 3 == (uint64_t)c->index % 3) allow[r / 64] |= 1ull << (r % 64);
+            c->filtered++;
+        }
+        sieve_search_params p;
+        sieve_search_params_init(&p, info->config.metric, k);
+        int64_t rows[3 * 12], rrows[3 * 12];
+        float sc[3 * 12], rsc[3 * 12];
+        uint32_t cnt[3], rcnt[3];
+        rc = sieve_devcache_lane_knn(lane, snap, allow, q, nq, &p, rows, sc, cnt, NULL);
+        int rrc = rc ? 0 : materialized_ref(ref, sieve_snapshot_matrix(snap), allow, q, nq, &p,
+                                            rrows, rsc, rcnt);
+        if (rc || rrc) {
+            snprintf(c->failure, sizeof c->failure, "lane %d search %lu: %s / reference %s",
+                     c->index, it, sieve_strerror(rc), sieve_strerror(rrc));
+        } else {
+            for (uint32_t b = 0; b < nq && !c->failure[0]; b++) {
+                if (cnt[b] != rcnt[b])
+                    snprintf(c->failure, sizeof c->failure, "lane %d search %lu q%u: count %u vs %u",
+                             c->index, it, b, cnt[b], rcnt[b]);
+                for (uint32_t i = 0; i < cnt[b] && !c->failure[0]; i++) {
+                    size_t at = (size_t)b * k + i;
+                    if (rows[at] != rrows[at] || memcmp(&sc[at], &rsc[at], 4))
+                        snprintf(c->failure, sizeof c->failure,
+                                 "lane %d search %lu (generation %llu) q%u #%u: row %lld score "
+                                 "%.9g, reference row %lld score %.9g", c->index, it,
+                                 (unsigned long long)info->generation, b, i,
+                                 (long long)rows[at], sc[at], (long long)rrows[at], rsc[at]);
+                }
+            }
+        }
+        free(allow);
+        sieve_snapshot_close(snap);
+        c->searches++;
+        if (c->failure[0]) break;
+    }
+out:
+    sieve_devcache_lane_destroy(lane);
+    sieve_device_close(dev);
+    sieve_device_close(ref);
+    return NULL;
+}
+
+/* Several lanes search one collection through one shared cache while a writer overwrites,
+ * adds (past the resident copy's capacity, so it is replaced) and deletes points: every
+ * answer equals the full sort of its own snapshot. */
+static void shared_cache_under_writes(const char *spec, int host_resident) {
+    sieve_store *st = NULL;
+    cr_assert_eq(sieve_store_open(dir, NULL, &st), 0);
+    sieve_collection_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    snprintf(cfg.name, sizeof cfg.name, "shared");
+    cfg.dim = 32;
+    cfg.metric = SIEVE_METRIC_DOT;
+    cfg.dtype = SIEVE_DTYPE_F16;
+    cfg.rows_per_page = 128;
+    cr_assert_eq(sieve_store_create_collection(st, &cfg), 0);
+    put_points(st, cfg.name, cfg.dim, 0, 2000, 7);
+    sieve_device *dev = NULL;
+    cr_assert_eq(sieve_device_open(spec, &dev), 0);
+    sieve_devcache_options o;
+    sieve_devcache_options_init(&o);
+    o.host_resident = host_resident;
+    sieve_devcache *dc = NULL;
+    cr_assert_eq(sieve_devcache_create(dev, &o, &dc), 0);
+    sieve_devcache_lane *bad = NULL;
+    sieve_device *other = NULL;
+    if (sieve_device_get_kind(dev) == SIEVE_DEVICE_CUDA) {
+        cr_assert_eq(sieve_device_open("cpu:1", &other), 0);
+        cr_assert_eq(sieve_devcache_lane_create(dc, other, &bad), SIEVE_EINVAL,
+                     "a CPU lane on a CUDA cache must be refused");
+        cr_assert_null(bad);
+        sieve_device_close(other);
+    }
+    cr_assert_eq(sieve_devcache_lane_create(dc, NULL, &bad), SIEVE_EINVAL);
+
+    enum { LANES = 3 };
+    volatile int stop = 0;
+    lane_ctx ctx[LANES];
+    pthread_t th[LANES];
+    for (int i = 0; i < LANES; i++) {
+        memset(&ctx[i], 0, sizeof ctx[i]);
+        ctx[i] = (lane_ctx){.dc = dc, .st = st, .spec = spec, .index = i, .stop = &stop};
+        cr_assert_eq(pthread_create(&th[i], NULL, lane_main, &ctx[i]), 0);
+    }
+    uint64_t next_id = 2000;
+    for (int round = 0; round < 24; round++) {
+        put_points(st, cfg.name, cfg.dim, (uint64_t)round * 37 % 2000, 20, 100 + round); /* overwrite */
+        put_points(st, cfg.name, cfg.dim, next_id, 40, 300 + round);                    /* grow */
+        next_id += 40;
+        sieve_point_id ids[5];
+        for (int i = 0; i < 5; i++) {
+            memset(&ids[i], 0, sizeof ids[i]);
+            ids[i].kind = SIEVE_ID_NUM;
+            ids[i].num = (uint64_t)(round * 5 + i) * 13 % next_id;
+        }
+        cr_assert_eq(sieve_store_delete(st, cfg.name, ids, 5, NULL), 0);
+        struct timespec ts = {0, 2 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    stop = 1;
+    unsigned long total = 0;
+    for (int i = 0; i < LANES; i++) {
+        pthread_join(th[i], NULL);
+        cr_assert_eq(ctx[i].failure[0], 0, "%s", ctx[i].failure);
+        cr_assert_geq(ctx[i].searches, 4, "lane %d searched %lu times", i, ctx[i].searches);
+        cr_assert_gt(ctx[i].filtered, 0);
+        total += ctx[i].searches;
+    }
+    sieve_devcache_stats s;
+    cr_assert_eq(sieve_devcache_get_stats(dc, &s), 0);
+    if (host_resident || sieve_device_get_kind(dev) == SIEVE_DEVICE_CUDA) {
+        cr_assert_eq(s.resident_collections, 1, "resident collections %llu",
+                     (unsigned long long)s.resident_collections);
+        cr_assert_gt(s.pages_uploaded, 16, "pages uploaded %llu (the initial 16 pages and refreshes)",
+                     (unsigned long long)s.pages_uploaded);
+    }
+    cr_log_info("%lu searches over %d lanes", total, LANES);
+    sieve_devcache_destroy(dc);
+    sieve_device_close(dev);
+    sieve_store_close(st);
+}
+
+Test(devcache, lanes_share_a_host_resident_cache_under_writes, .timeout = 600) {
+    shared_cache_under_writes("cpu:1", 1);
+}
+
+Test(devcache, lanes_on_the_cpu_map_under_writes, .timeout = 600) {
+    shared_cache_under_writes("cpu:1", 0);
+}
+
+Test(devcache, cuda_lanes_share_a_cache_under_writes, .timeout = 600) {
+    if (sieve_cuda_device_count() == 0) cr_skip_test("no CUDA device visible: GPU page cache test skipped");
+    shared_cache_under_writes("cuda:0", 0);
 }

@@ -743,6 +743,31 @@ Test(snapshots, empty_collection) {
     sieve_snapshot_close(NULL);
 }
 
+Test(snapshots, is_current_until_the_collection_changes) {
+    create("cur", 4, SIEVE_METRIC_DOT, SIEVE_DTYPE_F32, 0);
+    create("other", 4, SIEVE_METRIC_DOT, SIEVE_DTYPE_F32, 0);
+    upsert_range("cur", 4, 0, 10, 0, 0);
+    sieve_snapshot *s;
+    cr_assert_eq(sieve_snapshot_open(g_st, "cur", &s), 0);
+    cr_assert_eq(sieve_snapshot_is_current(s), 1);
+    upsert_range("other", 4, 0, 10, 0, 0); /* another collection: still current */
+    cr_assert_eq(sieve_snapshot_is_current(s), 1);
+    sieve_point_id absent = tu_num(999);
+    cr_assert_eq(sieve_store_delete(g_st, "cur", &absent, 1, NULL), 0); /* changes nothing */
+    cr_assert_eq(sieve_snapshot_is_current(s), 1, "a no-op delete made the snapshot stale");
+    upsert_range("cur", 4, 10, 1, 0, 0);
+    cr_assert_eq(sieve_snapshot_is_current(s), 0, "a committed upsert left the snapshot current");
+    sieve_snapshot_close(s);
+    cr_assert_eq(sieve_snapshot_open(g_st, "cur", &s), 0);
+    cr_assert_eq(sieve_snapshot_is_current(s), 1);
+    cr_assert_eq(sieve_store_drop_collection(g_st, "cur"), 0);
+    cr_assert_eq(sieve_snapshot_is_current(s), 0, "dropped");
+    create("cur", 4, SIEVE_METRIC_DOT, SIEVE_DTYPE_F32, 0);
+    cr_assert_eq(sieve_snapshot_is_current(s), 0, "re-created under the same name");
+    sieve_snapshot_close(s);
+    cr_assert_eq(sieve_snapshot_is_current(NULL), 0);
+}
+
 /* ================================================================ persistence and lock */
 
 TestSuite(persistence, .init = setup, .fini = teardown);
@@ -928,6 +953,60 @@ Test(growth, map_grows_from_1mib_under_readers) {
     g_st = NULL;
     cr_assert_eq(sieve_store_open(g_dir, &o, &g_st), 0); /* reopens with the grown map */
     cr_assert_eq(count_of("grow"), total);
+}
+
+/* A reader that keeps one snapshot for as long as sieve_snapshot_is_current says it may
+ * (as the server's batcher does) must not block the writer's map growth: the growth makes
+ * the snapshot non-current, the reader closes it and the writer proceeds. */
+typedef struct keeper_ctx {
+    sieve_store *st;
+    volatile int stop;
+    int err;
+    unsigned long reopened;
+} keeper_ctx;
+
+static void *keeper_main(void *arg) {
+    keeper_ctx *c = arg;
+    while (!c->stop) {
+        sieve_snapshot *s;
+        int rc = sieve_snapshot_open(c->st, "keep", &s);
+        if (rc) {
+            c->err = rc;
+            break;
+        }
+        while (!c->stop && sieve_snapshot_is_current(s)) {
+            struct timespec ts = {0, 200 * 1000};
+            nanosleep(&ts, NULL);
+        }
+        sieve_snapshot_close(s);
+        c->reopened++;
+    }
+    return NULL;
+}
+
+Test(growth, a_kept_current_snapshot_yields_to_map_growth, .timeout = 120) {
+    tu_mkdtemp(g_dir, sizeof g_dir);
+    sieve_store_options o;
+    sieve_store_options_init(&o);
+    o.initial_map_bytes = 1u << 20;
+    cr_assert_eq(sieve_store_open(g_dir, &o, &g_st), 0);
+    create("keep", 8, SIEVE_METRIC_DOT, SIEVE_DTYPE_F32, 128);
+    upsert_range("keep", 8, 0, 100, 0, 0);
+    create("big", 1024, SIEVE_METRIC_DOT, SIEVE_DTYPE_F32, 128);
+    keeper_ctx kc = {.st = g_st};
+    pthread_t th;
+    cr_assert_eq(pthread_create(&th, NULL, keeper_main, &kc), 0);
+    /* writes to another collection only: "keep" never changes, so only the map growth can
+       make the kept snapshot stale */
+    for (size_t b = 0; b < 16000; b += 2000) upsert_range("big", 1024, b, 2000, 0, 0);
+    kc.stop = 1;
+    pthread_join(th, NULL);
+    cr_assert_eq(kc.err, 0, "keeper saw %s", sieve_errname(kc.err));
+    sieve_store_stats st;
+    cr_assert_eq(sieve_store_get_stats(g_st, &st), 0);
+    cr_assert_geq(st.map_grows, 3, "grows %llu", (unsigned long long)st.map_grows);
+    cr_assert_geq(kc.reopened, 2, "the kept snapshot was reopened %lu times", kc.reopened);
+    cr_assert_eq(count_of("big"), 16000);
 }
 
 /* ================================================================ concurrency */
