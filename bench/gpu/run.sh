@@ -10,6 +10,8 @@
 #   variants  sieve-bench knn for each scan variant in $VARIANTS ($VARIANT_ARGS), timing only
 #   profile   Nsight Compute sections of one scan launch per $PROFILE_SHAPES entry (B:variant), and
 #             SM clock / power while the B=64 scan runs for a few seconds
+#   ingest    sieve ingest --data-dir of 1M x 768 float32 (.fbin from sieve-datagen), twice, each
+#             after a dd of 3 GB with conv=fsync on the same disk
 #   torch     PyTorch matmul + topk baseline ($TORCH_ARGS)
 #   ceilings  copy bandwidth and GEMM rates
 #   e2e       sieve-server on the GPU, 1M x 768 float16, k=10, 1/8/64/128 clients (sieve-loadgen),
@@ -60,10 +62,11 @@ for stage in "$@"; do
       "$B/bench/sieve-bench" knn $BENCH_ARGS --json "$OUT/knn.json" > "$OUT/bench.log" 2>&1 || status=1
       grep -vE "^#" "$OUT/bench.log" | cut -c1-150 ;;
     variants)
-      for v in ${VARIANTS:-mma wg64x128 wg128x128s3 ws64x128 ws128x128 ws128x256 wsq64x128}; do
+      for v in ${VARIANTS:-mma wg64x128 wg128x128s3 ws128x256 wsq64x128}; do
         SIEVE_CUDA_SCAN=$v "$B/bench/sieve-bench" knn ${VARIANT_ARGS:---n 5m --batch 1,64,128,1024 --k 128 --repeat 10 --no-materialized} \
           --json "$OUT/variants.json" > "$OUT/variant_$v.log" 2>&1 || status=1
-        echo "--- $v"; grep -vE "^#" "$OUT/variant_$v.log" | cut -c1-150
+        echo "--- $v (B fused_ms sample/scan/select)"
+        awk '/^[0-9]/{printf "%s %s %s %s | ", $2, $3, $5, $NF}' "$OUT/variant_$v.log"; echo
       done ;;
     profile)
       NCU=$(command -v ncu || ls /usr/local/cuda*/bin/ncu 2>/dev/null | head -1)
@@ -80,6 +83,15 @@ for stage in "$@"; do
       bp=$!; sleep 2
       nvidia-smi --query-gpu=clocks.sm,clocks.mem,power.draw,temperature.gpu --format=csv -lms 250 -c 8 2>&1 | tail -9
       kill $bp 2>/dev/null; wait $bp 2>/dev/null ;;
+    ingest)
+      d=$(mktemp -d /tmp/sieve-ingest.XXXXXX)
+      "$B/datasets/sieve-datagen" --kind gaussian --count 1000000 --dim 768 --out "$d/x.fbin" > /dev/null 2>&1 || status=1
+      for r in 1 2; do
+        dd if=/dev/zero of="$d/dd" bs=1M count=3000 conv=fsync 2>&1 | tail -1; rm -f "$d/dd"
+        rm -rf "$d/db"
+        "$B/client/sieve" ingest "$d/x.fbin" --collection c --create --data-dir "$d/db" 2>&1 | tail -2 || status=1
+      done
+      rm -rf "$d" ;;
     torch)
       python3 bench/torch_knn.py $TORCH_ARGS --json "$OUT/torch.json" > "$OUT/torch.log" 2>&1 || status=1
       tail -n 3 "$OUT/torch.log" | cut -c1-160 ;;

@@ -349,16 +349,15 @@ int launch_ws(const sieve__cuda_ctx *c, cudaStream_t s, const ScanParams &p, uin
     return 0;
 }
 
-/* The scan variant for a search: "mma" (mma.sync, any sm_80+ GPU, any row alignment) or one
- * of the wgmma tiles (sm_90 only, 16-byte rows). SIEVE_CUDA_SCAN overrides the choice for
- * benchmarks and tests ("mma", "wg64x128", "wg128x128s3", "wg128x128", and
- * the warp-specialised "ws64x128", "ws64x256", "ws128x128", "ws128x256", "wsq64x128" (queries
- * resident in shared memory when they fit)); every mode of one search uses the same variant, so keys stay bit-identical
- * between the fused path and the materialized oracle. */
-enum ScanVariant {
-    SV_MMA, SV_WG64x128, SV_WG128x128S3, SV_WG128x128,
-    SV_WS64x128, SV_WS64x256, SV_WS128x128, SV_WS128x256, SV_WSQ64x128
-};
+/* The scan variant for a search: "mma" (mma.sync, any sm_80+ GPU, any row alignment) or a
+ * wgmma one (sm_90 only, 16-byte rows): "wg64x128" (64 queries x 128 rows, two CTAs per SM,
+ * the default for up to 64 queries), "wg128x128s3" (128 x 128, three stages, two CTAs per
+ * SM, the default above 64), and the warp-specialised "ws128x256" and "wsq64x128" (queries
+ * resident in shared memory), kept for comparison (bench/KERNEL_NOTES.md: slower here).
+ * SIEVE_CUDA_SCAN overrides the choice for benchmarks and tests; every mode of one search
+ * uses the same variant, and every variant computes each key the same way (the GPU tests
+ * check the keys are bit-identical across variants). */
+enum ScanVariant { SV_MMA, SV_WG64x128, SV_WG128x128S3, SV_WS128x256, SV_WSQ64x128 };
 
 ScanVariant scan_variant(const sieve__cuda_ctx *c, uint32_t nq, uint32_t dpad, bool vec) {
     bool hopper = c && c->prop.major == 9 && c->prop.minor == 0;
@@ -366,15 +365,10 @@ ScanVariant scan_variant(const sieve__cuda_ctx *c, uint32_t nq, uint32_t dpad, b
     const char *e = getenv("SIEVE_CUDA_SCAN");
     if (e && *e) {
         if (!strcmp(e, "mma")) return SV_MMA;
-        if (!strcmp(e, "wg64x128")) return nq <= 64 ? SV_WG64x128 : SV_WG128x128;
+        if (!strcmp(e, "wg64x128")) return nq <= 64 ? SV_WG64x128 : SV_WG128x128S3;
         if (!strcmp(e, "wg128x128s3")) return SV_WG128x128S3;
-        if (!strcmp(e, "wg128x128")) return SV_WG128x128;
-        if (!strcmp(e, "ws64x128")) return nq <= 64 ? SV_WS64x128 : SV_WS128x128;
-        if (!strcmp(e, "ws64x256")) return nq <= 64 ? SV_WS64x256 : SV_WS128x256;
-        if (!strcmp(e, "ws128x128")) return SV_WS128x128;
         if (!strcmp(e, "ws128x256")) return SV_WS128x256;
-        if (!strcmp(e, "wsq64x128"))
-            return nq <= 64 && dpad <= 768 ? SV_WSQ64x128 : nq <= 64 ? SV_WS64x128 : SV_WS128x128;
+        if (!strcmp(e, "wsq64x128")) return nq <= 64 && dpad <= 768 ? SV_WSQ64x128 : SV_WS128x256;
     }
     return nq <= 64 ? SV_WG64x128 : SV_WG128x128S3;
 }
@@ -385,10 +379,6 @@ int launch_scan_t(const sieve__cuda_ctx *c, cudaStream_t s, const ScanParams &p,
     switch (scan_variant(c, p.nq, p.dpad, vec)) {
     case SV_WG64x128: return launch_wg<T, 64, 128, 4, MODE>(c, s, p, L);
     case SV_WG128x128S3: return launch_wg<T, 128, 128, 3, MODE>(c, s, p, L);
-    case SV_WG128x128: return launch_wg<T, 128, 128, 4, MODE>(c, s, p, L);
-    case SV_WS64x128: return launch_ws<T, 64, 128, 8, MODE>(c, s, p, L);
-    case SV_WS64x256: return launch_ws<T, 64, 256, 5, MODE>(c, s, p, L);
-    case SV_WS128x128: return launch_ws<T, 128, 128, 6, MODE>(c, s, p, L);
     case SV_WS128x256: return launch_ws<T, 128, 256, 4, MODE>(c, s, p, L);
     case SV_WSQ64x128: return launch_ws<T, 64, 128, 7, MODE, true>(c, s, p, L);
     case SV_MMA: break;

@@ -281,8 +281,7 @@ Test(knn_cuda, large_batches_and_k, .timeout = 1800) {
  * reference, for batches that use the 64-query and the 128-query tiles (two tiles, the second
  * partial) and row counts that are not a multiple of any row tile. Criterion runs each test
  * in its own process, so setting the variable here does not leak into other tests. */
-static const char *const VARIANTS[] = {"mma", "wg64x128", "wg128x128s3", "wg128x128",
-                                       "ws64x128", "ws64x256", "ws128x128", "ws128x256",
+static const char *const VARIANTS[] = {"mma", "wg64x128", "wg128x128s3", "ws128x256",
                                        "wsq64x128"};
 
 Test(knn_cuda, every_scan_variant_against_reference, .timeout = 1800) {
