@@ -44,14 +44,13 @@ def main():
         t = tq.get(key)
         pct = 100.0 * r["floor_ms"] / r["fused_ms"] if r["fused_ms"] else 0
         vs = f"{t / r['fused_ms']:.2f}x" if t else "-"
+        def num(v, fmt):
+            return format(v, fmt) if isinstance(v, (int, float)) else "-"
         out.append(
-            f"| {r['n']:,} | {r['dtype']} | {r['batch']} | {r['k']} | {r['fused_ms']:.3f} | "
-            f"{r['materialized_ms']:.2f} | {t:.3f} | {r['floor_ms']:.3f} | {pct:.0f}% | {vs} | "
-            f"{r['admitted_per_query']:.0f} | {r['exact']} | {'/'.join(str(x) for x in r['paths'])} |"
-            if t else
-            f"| {r['n']:,} | {r['dtype']} | {r['batch']} | {r['k']} | {r['fused_ms']:.3f} | "
-            f"{r['materialized_ms']:.2f} | - | {r['floor_ms']:.3f} | {pct:.0f}% | - | "
-            f"{r['admitted_per_query']:.0f} | {r['exact']} | {'/'.join(str(x) for x in r['paths'])} |")
+            f"| {r['n']:,} | {r['dtype']} | {r['batch']} | {r['k']} | {num(r['fused_ms'], '.3f')} | "
+            f"{num(r['materialized_ms'], '.2f')} | {num(t, '.3f')} | {num(r['floor_ms'], '.3f')} | "
+            f"{pct:.0f}% | {vs} | {r['admitted_per_query']:.0f} | {r['exact']} | "
+            f"{'/'.join(str(x) for x in r['paths'])} |")
     text = "\n".join(out) + "\n"
     if a.md:
         open(a.md, "w").write(text)

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# The kernel sweep bench/RESULTS.md reports, in one device call (run from the repository
+# root on the GPU machine, with the bundle of bench/gpu/bundle.sh carried):
+#   float16 at 1M and 5M (every batch and k of targets.md, each shape checked against the
+#   materialized full sort), float16 at 8,841,823 (timing), bfloat16 and float32 at 5M,
+#   then PyTorch matmul + topk on the same shapes in the same lease.
+# Writes $OUT/knn.json (every shape), $OUT/bench_1m5m.log, $OUT/torch.json, $OUT/torch.log.
+set -u
+OUT="${OUT:-$PWD/out}"
+mkdir -p "$OUT"
+BENCH_ARGS="--dtype float16 --n 1m,5m --batch 1,16,64,128,1024 --k 10,128,1024,8192 --repeat 10 --mat-repeat 1" \
+  timeout 230 bash -c 'bench/gpu/run.sh bench' 2>&1 | tail -45 | cut -c1-150
+cp "$OUT/bench.log" "$OUT/bench_1m5m.log"
+BENCH_ARGS="--dtype float16 --n 8841823 --batch 1,64,1024 --k 10,128,8192 --repeat 10 --no-materialized" \
+  timeout 60 bash -c 'bench/gpu/run.sh bench' 2>&1 | tail -10 | cut -c1-150
+BENCH_ARGS="--dtype bfloat16,float32 --n 5m --batch 1,64 --k 128 --repeat 5 --no-materialized" \
+  timeout 60 bash -c 'bench/gpu/run.sh bench' 2>&1 | tail -6 | cut -c1-150
+TORCH_ARGS="--dtype float16 --n 1m,5m,8841823 --batch 1,16,64,128,1024 --k 10,128,1024,8192" \
+  timeout 150 bash -c 'bench/gpu/run.sh torch' 2>&1 | tail -3
+rm -f "$OUT/bench.log"
+ls "$OUT"
