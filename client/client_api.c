@@ -531,6 +531,33 @@ int sieve_client_upsert(sieve_client *c, const char *collection, const sieve_cli
     return rc;
 }
 
+static void put_ids(sieve__cl_buf *b, const sieve_client_id *ids, size_t n) {
+    sieve__cl_buf_putc(b, '[');
+    for (size_t i = 0; i < n; i++) {
+        if (i) sieve__cl_buf_putc(b, ',');
+        sieve__cl_buf_id(b, &ids[i]);
+    }
+    sieve__cl_buf_putc(b, ']');
+}
+
+/* Appends the JSON array of n payloads (each a checked JSON object, or null). */
+static int put_payloads(sieve_client *c, sieve__cl_buf *b, const char *const *payloads, size_t n) {
+    int rc = 0;
+    sieve__cl_buf_putc(b, '[');
+    for (size_t i = 0; i < n && !rc; i++) {
+        if (i) sieve__cl_buf_putc(b, ',');
+        if (!payloads[i]) {
+            sieve__cl_buf_puts(b, "null");
+            continue;
+        }
+        size_t len = 0;
+        rc = check_payload(c, "upsert", i, payloads[i], 0, &len);
+        if (!rc) sieve__cl_buf_put(b, payloads[i], len);
+    }
+    sieve__cl_buf_putc(b, ']');
+    return rc;
+}
+
 int sieve_client_upsert_batch(sieve_client *c, const char *collection, const sieve_client_id *ids,
                               const float *vectors, size_t n, uint32_t dim,
                               const char *const *payloads) {
@@ -544,12 +571,9 @@ int sieve_client_upsert_batch(sieve_client *c, const char *collection, const sie
     if (rc) return rc;
     sieve__cl_buf_init(&body);
     sieve__cl_buf_reserve(&body, n * ((size_t)dim * 11 + 32));
-    sieve__cl_buf_puts(&body, "{\"batch\":{\"ids\":[");
-    for (size_t i = 0; i < n; i++) {
-        if (i) sieve__cl_buf_putc(&body, ',');
-        sieve__cl_buf_id(&body, &ids[i]);
-    }
-    sieve__cl_buf_puts(&body, "],\"vectors\":[");
+    sieve__cl_buf_puts(&body, "{\"batch\":{\"ids\":");
+    put_ids(&body, ids, n);
+    sieve__cl_buf_puts(&body, ",\"vectors\":[");
     for (size_t i = 0; i < n && !rc; i++) {
         const float *v = vectors + i * (size_t)dim;
         rc = check_vector(c, "upsert", i, v, dim);
@@ -559,18 +583,8 @@ int sieve_client_upsert_batch(sieve_client *c, const char *collection, const sie
     }
     sieve__cl_buf_putc(&body, ']');
     if (payloads && !rc) {
-        sieve__cl_buf_puts(&body, ",\"payloads\":[");
-        for (size_t i = 0; i < n && !rc; i++) {
-            if (i) sieve__cl_buf_putc(&body, ',');
-            if (!payloads[i]) {
-                sieve__cl_buf_puts(&body, "null");
-                continue;
-            }
-            size_t len = 0;
-            rc = check_payload(c, "upsert", i, payloads[i], 0, &len);
-            if (!rc) sieve__cl_buf_put(&body, payloads[i], len);
-        }
-        sieve__cl_buf_putc(&body, ']');
+        sieve__cl_buf_puts(&body, ",\"payloads\":");
+        rc = put_payloads(c, &body, payloads, n);
     }
     sieve__cl_buf_puts(&body, "}}");
     if (!rc) {
@@ -644,20 +658,7 @@ int sieve_client_upsert_binary(sieve_client *c, const char *collection, const si
     if (rc) return rc;
     sieve__cl_buf_init(&body);
     sieve__cl_buf_init(&pay);
-    if (payloads) {
-        sieve__cl_buf_putc(&pay, '[');
-        for (size_t i = 0; i < n && !rc; i++) {
-            if (i) sieve__cl_buf_putc(&pay, ',');
-            if (!payloads[i]) {
-                sieve__cl_buf_puts(&pay, "null");
-                continue;
-            }
-            size_t len = 0;
-            rc = check_payload(c, "upsert", i, payloads[i], 0, &len);
-            if (!rc) sieve__cl_buf_put(&pay, payloads[i], len);
-        }
-        sieve__cl_buf_putc(&pay, ']');
-    }
+    if (payloads) rc = put_payloads(c, &pay, payloads, n);
     if (!rc) {
         sieve__cl_buf_reserve(&body, 32 + n * 8 + vals * esize + pay.len);
         sieve__cl_buf_put(&body, "SVPT", 4);
@@ -698,15 +699,6 @@ int sieve_client_upsert_binary(sieve_client *c, const char *collection, const si
     sieve__cl_buf_free(&body);
     sieve__cl_buf_free(&pay);
     return rc;
-}
-
-static void put_ids(sieve__cl_buf *b, const sieve_client_id *ids, size_t n) {
-    sieve__cl_buf_putc(b, '[');
-    for (size_t i = 0; i < n; i++) {
-        if (i) sieve__cl_buf_putc(b, ',');
-        sieve__cl_buf_id(b, &ids[i]);
-    }
-    sieve__cl_buf_putc(b, ']');
 }
 
 int sieve_client_retrieve(sieve_client *c, const char *collection, const sieve_client_id *ids,

@@ -388,16 +388,25 @@ static void scan_worker(void *vc, uint32_t w) {
 /* ---------------------------------------------------------------- select */
 
 /* Exact top-k from the union of the workers' buffers of a certified query. */
-static int select_gated(call *c, uint32_t w, uint32_t q, uint64_t *out, size_t *count) {
-    const plan *pl = c->pl;
+/* Sums query q's bin histogram over the workers and returns the bin holding its k-th key
+ * (sieve__cpu_bins_kth: *above = admitted keys in the bins above it; SIEVE__NBINS when
+ * fewer than k were admitted), with *in_bin = the admitted keys in that bin. */
+static uint32_t merged_kth_bin(const call *c, uint32_t q, uint64_t *above, uint64_t *in_bin) {
     uint32_t hist[SIEVE__NBINS];
     memset(hist, 0, sizeof hist);
-    for (uint32_t t = 0; t < pl->workers; t++) {
+    for (uint32_t t = 0; t < c->pl->workers; t++) {
         const uint32_t *h = wq_hist(c, t, q);
         for (uint32_t b = 0; b < SIEVE__NBINS; b++) hist[b] += h[b];
     }
-    uint64_t above = 0;
-    uint32_t b = sieve__cpu_bins_kth(hist, pl->k, &above);
+    uint32_t b = sieve__cpu_bins_kth(hist, c->pl->k, above);
+    *in_bin = b < SIEVE__NBINS ? hist[b] : 0;
+    return b;
+}
+
+static int select_gated(call *c, uint32_t w, uint32_t q, uint64_t *out, size_t *count) {
+    const plan *pl = c->pl;
+    uint64_t above = 0, in_bin = 0;
+    uint32_t b = merged_kth_bin(c, q, &above, &in_bin);
     if (b >= SIEVE__NBINS) return SIEVE_EINTERNAL;
     const sieve__cpu_bins *bins = &c->bins[q];
     int has_above = b + 1 < SIEVE__NBINS;
@@ -418,7 +427,7 @@ static int select_gated(call *c, uint32_t w, uint32_t q, uint64_t *out, size_t *
             }
         }
     }
-    if (nt != above || m != hist[b]) return SIEVE_EINTERNAL;
+    if (nt != above || m != in_bin) return SIEVE_EINTERNAL;
     uint64_t *tmp = worker_tmp(c, w);
     sieve__cpu_smallest_u64(tb, m, pl->k - nt, tmp); /* only the threshold bin is sorted */
     memcpy(out + nt, tb, (size_t)(pl->k - nt) * sizeof *out);
@@ -483,18 +492,12 @@ static void evaluate_gated(call *c, uint32_t q, int first, sieve_search_stats *s
             return;
         }
     } else if (s->path != SIEVE_PATH_OVERFLOW) {
-        uint32_t hist[SIEVE__NBINS];
-        memset(hist, 0, sizeof hist);
-        for (uint32_t t = 0; t < pl->workers; t++) {
-            const uint32_t *h = wq_hist(c, t, q);
-            for (uint32_t b = 0; b < SIEVE__NBINS; b++) hist[b] += h[b];
-        }
-        uint64_t above = 0;
-        uint32_t b = sieve__cpu_bins_kth(hist, pl->k, &above);
+        uint64_t above = 0, in_bin = 0;
+        uint32_t b = merged_kth_bin(c, q, &above, &in_bin);
         /* >= k rows are >= edge[b]: a rescan gated there still holds the top k. It is
          * pointless when it cannot narrow the gate, or when more rows than all the workers'
          * buffers together are already known to pass it (ties at the top). */
-        uint64_t known = above + (b < SIEVE__NBINS ? hist[b] : 0);
+        uint64_t known = above + in_bin;
         if (b < SIEVE__NBINS && c->bins[q].edge[b] > s->thr &&
             known <= (uint64_t)pl->workers * pl->cap) {
             s->path = SIEVE_PATH_OVERFLOW;
