@@ -456,7 +456,7 @@ static int run_knn(int argc, char **argv) {
            o.bw_gbs);
     printf("%-9s %-8s %5s %6s %10s %10s %9s %7s %10s %8s %-16s %s\n", "N", "dtype", "B", "k",
            "fused_ms", "mat_ms", "floor_ms", "%floor", "admit/q", "exact", "paths(c/u/o/f/d)",
-           "sample/scan/select_ms");
+           "sample/scan/select(download)_ms");
     int failures = 0;
     for (int di = 0; di < o.n_dtypes; di++) {
         sieve_dtype dt = o.dtypes[di];
@@ -570,13 +570,13 @@ static int run_knn(int argc, char **argv) {
                     double floor_ms = fmax(bytes / (o.bw_gbs * 1e9), flops / (tflops_for(&o, dt) * 1e12)) * 1e3;
                     if (info.kind == SIEVE_DEVICE_CPU) floor_ms = NAN;
                     printf("%-9llu %-8s %5u %6u %10.3f %10.3f %9.3f %6.0f%% %10.0f %8s "
-                           "%llu/%llu/%llu/%llu/%llu %.3f/%.3f/%.3f\n",
+                           "%llu/%llu/%llu/%llu/%llu %.3f/%.3f/%.3f(%.3f)\n",
                            (unsigned long long)n, sieve_dtype_name(dt), B, k, fused, mat, floor_ms,
                            100.0 * floor_ms / fused, (double)st.candidates_admitted / B, exact,
                            (unsigned long long)st.path_count[0], (unsigned long long)st.path_count[1],
                            (unsigned long long)st.path_count[2], (unsigned long long)st.path_count[3],
                            (unsigned long long)st.path_count[4], st.ms_sample, st.ms_scan,
-                           st.ms_select);
+                           st.ms_select, st.ms_download);
                     fflush(stdout);
                     char jf[32], jm[32], jl[32];
                     if (js)
@@ -585,13 +585,13 @@ static int run_knn(int argc, char **argv) {
                                 "\"dtype\":\"%s\",\"metric\":\"%s\",\"data\":\"%s\",\"batch\":%u,"
                                 "\"k\":%u,\"fused_ms\":%s,\"materialized_ms\":%s,"
                                 "\"floor_ms\":%s,\"exact\":\"%s\",\"admitted_per_query\":%.1f,"
-                                "\"sample_ms\":%.4f,\"scan_ms\":%.4f,\"select_ms\":%.4f,"
+                                "\"sample_ms\":%.4f,\"scan_ms\":%.4f,\"select_ms\":%.4f,\"download_ms\":%.4f,"
                                 "\"paths\":[%llu,%llu,%llu,%llu,%llu]}\n",
                                 info.name, (unsigned long long)n, o.dim, sieve_dtype_name(dt),
                                 sieve_metric_name(o.metric), data_label, B, k,
                                 jnum(jf, fused), jnum(jm, mat), jnum(jl, floor_ms), exact,
                                 (double)st.candidates_admitted / B,
-                                st.ms_sample, st.ms_scan, st.ms_select,
+                                st.ms_sample, st.ms_scan, st.ms_select, st.ms_download,
                                 (unsigned long long)st.path_count[0], (unsigned long long)st.path_count[1],
                                 (unsigned long long)st.path_count[2], (unsigned long long)st.path_count[3],
                                 (unsigned long long)st.path_count[4]);

@@ -177,6 +177,7 @@ void sieve_search_stats_add(sieve_search_stats *a, const sieve_search_stats *b) 
     a->ms_scan += b->ms_scan;
     a->ms_select += b->ms_select;
     a->ms_total += b->ms_total;
+    a->ms_download += b->ms_download;
 }
 
 static int check_matrix(const sieve_matrix *m, sieve_metric metric) {

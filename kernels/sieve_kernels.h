@@ -28,8 +28,8 @@
  * the CPU's by up to u * sum_d |q_d x_d| (twice that for Euclid), u = 2^-11 for float16 and
  * 2^-8 for bfloat16: answers agree across devices up to near-ties within that bound.
  * On Hopper (sm_90) the float16/bfloat16 scan uses wgmma tiles, elsewhere mma.sync; the
- * environment variable SIEVE_CUDA_SCAN (mma, wg64x128, wg128x128s3, ws128x256, wsq64x128)
- * overrides the choice, for benchmarks and tests only.
+ * environment variable SIEVE_CUDA_SCAN (mma, wg64x128, wg128x128s3, wg64x128-direct,
+ * wg128x128s3-direct) overrides the choice, for benchmarks and tests only.
  */
 #ifndef SIEVE_KERNELS_H
 #define SIEVE_KERNELS_H
@@ -274,6 +274,7 @@ typedef struct sieve_search_stats {
     uint64_t rescans;             /* extra scans run by recoveries, per query summed */
     uint64_t path_count[SIEVE_PATH_COUNT]; /* queries answered by each path */
     double ms_sample, ms_scan, ms_select, ms_total; /* wall time of each phase */
+    double ms_download; /* part of ms_select: copying the results to the caller's arrays */
 } sieve_search_stats;
 
 /* Adds b into a (counts and times). */

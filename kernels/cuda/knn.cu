@@ -22,6 +22,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <atomic>
+#include <thread>
 #include <vector>
 
 #include "cuda_common.cuh"
@@ -164,17 +166,21 @@ __device__ uint32_t block_select_desc(const float *keys, uint32_t n, uint32_t ra
     return prefix;
 }
 
-__device__ void write_edges(float *edges, float lo, float hi) {
+/* Query q's bin table over [lo, hi]: edges[q][b] = edge_at(b, lo, w) and binw[q] = w, so
+ * the scan can compute any edge from edges[q][0] and binw[q] (scan.cuh, bin_of). */
+__device__ void write_edges(float *edges, float *binw, uint32_t q, float lo, float hi) {
     float w = (hi - lo) / (float)NBINS;
     if (!(w > 0.f) || !isfinite(w)) w = 0.f;
-    for (int b = threadIdx.x; b < NBINS; b += blockDim.x) edges[b] = b == 0 ? lo : lo + (float)b * w;
+    for (int b = threadIdx.x; b < NBINS; b += blockDim.x) edges[(size_t)q * NBINS + b] = edge_at(b, lo, w);
+    if (threadIdx.x == 0) binw[q] = w;
 }
 
 /* One block per query: proposed boundary (rank j), secondary (rank j2, or -inf when
  * j2 >= s_e), sample max; bins over [boundary, max]; state reset. forced: use `fb`. */
 __global__ void propose_kernel(const float *sample, uint32_t S, uint32_t s_e, uint32_t j,
                                uint32_t j2, int forced, float fb, uint32_t *thr, uint32_t *thr2,
-                               float *hi_out, float *edges, uint32_t *hist, uint32_t *cnt) {
+                               float *hi_out, float *edges, float *binw, uint32_t *hist,
+                               uint32_t *cnt) {
     extern __shared__ float keys_s[];
     __shared__ uint32_t h[256];
     __shared__ uint32_t sel[2];
@@ -199,13 +205,14 @@ __global__ void propose_kernel(const float *sample, uint32_t S, uint32_t s_e, ui
         hi_out[q] = hi;
         cnt[q] = 0;
     }
-    write_edges(edges + (size_t)q * NBINS, lo, hi);
+    write_edges(edges, binw, q, lo, hi);
     for (int b = threadIdx.x; b < NBINS; b += blockDim.x) hist[(size_t)q * NBINS + b] = 0;
 }
 
 /* Resets the listed queries' state to boundary lo[i] with bins over [lo, hi]. */
 __global__ void reset_state_kernel(const uint32_t *idx, const float *lo, const float *hi,
-                                   uint32_t *thr, float *edges, uint32_t *hist, uint32_t *cnt) {
+                                   uint32_t *thr, float *edges, float *binw, uint32_t *hist,
+                                   uint32_t *cnt) {
     uint32_t q = idx[blockIdx.x];
     float l = lo[blockIdx.x], h = hi[q];
     if (h < l) h = l;
@@ -213,19 +220,50 @@ __global__ void reset_state_kernel(const uint32_t *idx, const float *lo, const f
         thr[q] = ord_of(l);
         cnt[q] = 0;
     }
-    write_edges(edges + (size_t)q * NBINS, l, h);
+    write_edges(edges, binw, q, l, h);
     for (int b = threadIdx.x; b < NBINS; b += blockDim.x) hist[(size_t)q * NBINS + b] = 0;
 }
 
-/* Segment bounds for the candidate sort: use[q] ? [q*cap, q*cap + min(cnt, cap)) : empty. */
-__global__ void segments_kernel(const uint32_t *cnt, const unsigned char *use, uint32_t nq,
-                                uint32_t cap, int64_t *beg, int64_t *end) {
-    uint32_t q = blockIdx.x * blockDim.x + threadIdx.x;
-    if (q >= nq) return;
-    int64_t b = (int64_t)q * cap;
-    uint32_t c = use[q] ? (cnt[q] < cap ? cnt[q] : cap) : 0;
-    beg[q] = b;
-    end[q] = b + c;
+/* One block per query: keeps the candidates at or above the threshold bin (the highest bin
+ * whose count from the top reaches k; every top-k key lies there or above), compacted to
+ * out[q*cap ...], their number in m[q] and the segment bounds for the sort. A query not in
+ * `use` gets an empty segment. The histogram counts exactly the buffered candidates of a
+ * certified query (cnt <= cap), and bin_of puts a key at or above edges[b] in bin b or
+ * higher, so the kept ones are exactly those with key >= edges[b] (all of them when b = 0,
+ * whose lower edge is not a bound). */
+__global__ void compact_top_kernel(const uint64_t *cand, uint32_t cap, const uint32_t *cnt,
+                                   const unsigned char *use, const uint32_t *hist,
+                                   const float *edges, uint32_t k, uint64_t *out, uint32_t *m,
+                                   int64_t *beg, int64_t *end) {
+    const uint32_t q = blockIdx.x;
+    __shared__ float edge;
+    __shared__ uint32_t pos;
+    if (threadIdx.x == 0) {
+        beg[q] = (int64_t)q * cap;
+        uint32_t cum = 0;
+        edge = -__int_as_float(0x7f800000);
+        for (int b = NBINS - 1; b > 0; b--) {
+            cum += hist[(size_t)q * NBINS + b];
+            if (cum >= k) {
+                edge = edges[(size_t)q * NBINS + b];
+                break;
+            }
+        }
+        pos = 0;
+    }
+    __syncthreads();
+    const uint32_t n = use[q] ? (cnt[q] < cap ? cnt[q] : cap) : 0;
+    const uint64_t *c = cand + (size_t)q * cap;
+    uint64_t *o = out + (size_t)q * cap;
+    for (uint32_t i = threadIdx.x; i < n; i += blockDim.x) {
+        const uint64_t v = c[i];
+        if (cand_key(v) >= edge) o[atomicAdd(&pos, 1u)] = v; /* order: the sort restores it */
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        m[q] = pos;
+        end[q] = (int64_t)q * cap + pos;
+    }
 }
 
 /* Writes the first k of each sorted list. Row j of the list goes to output query dst[j]
@@ -310,14 +348,14 @@ uint32_t tile_queries(sieve_dtype dt, uint32_t nq) {
     return nq <= 16 ? 16 : nq <= 32 ? 32 : nq <= 64 ? 64 : 128;
 }
 
-template <typename T, int BQ, int BR, int ST, int MODE>
+template <typename T, int BQ, int BR, int ST, int MODE, bool STAGED>
 int launch_wg(const sieve__cuda_ctx *c, cudaStream_t s, const ScanParams &p, uint32_t L) {
     using Sm = WgSmem<BQ, BR, ST>;
     ScanParams q = p;
     q.nqt = (p.nq + BQ - 1) / BQ;
     uint64_t tiles = (uint64_t)((L + BR - 1) / BR) * q.nqt;
     if (tiles == 0) return 0;
-    auto kern = scan_wgmma_kernel<T, BQ, BR, ST, MODE>;
+    auto kern = scan_wgmma_kernel<T, BQ, BR, ST, MODE, STAGED>;
     SIEVE_CUDA_TRY(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                         (int)Sm::bytes));
     /* persistent: as many CTAs as fit on the GPU at once, each walking its tiles */
@@ -331,35 +369,19 @@ int launch_wg(const sieve__cuda_ctx *c, cudaStream_t s, const ScanParams &p, uin
     return 0;
 }
 
-template <typename T, int BQ, int BR, int ST, int MODE, bool QRES = false>
-int launch_ws(const sieve__cuda_ctx *c, cudaStream_t s, const ScanParams &p, uint32_t L) {
-    using Sm = WsSmem<BQ, BR, ST, QRES>;
-    ScanParams q = p;
-    q.nqt = (p.nq + BQ - 1) / BQ;
-    uint64_t tiles = (uint64_t)((L + BR - 1) / BR) * q.nqt;
-    if (tiles == 0) return 0;
-    if (QRES && (q.nqt != 1 || p.dpad > 64u * Sm::QRES_KT)) return SIEVE_EINVAL;
-    auto kern = scan_ws_kernel<T, BQ, BR, ST, MODE, QRES>;
-    SIEVE_CUDA_TRY(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                        (int)Sm::bytes));
-    uint64_t grid = (uint64_t)c->prop.multiProcessorCount; /* one persistent CTA per SM */
-    if (grid > tiles) grid = tiles;
-    kern<<<(unsigned)grid, 384, Sm::bytes, s>>>(q);
-    SIEVE_CUDA_LAUNCH_CHECK();
-    return 0;
-}
-
 /* The scan variant for a search: "mma" (mma.sync, any sm_80+ GPU, any row alignment) or a
- * wgmma one (sm_90 only, 16-byte rows): "wg64x128" (64 queries x 128 rows, two CTAs per SM,
- * the default for up to 64 queries), "wg128x128s3" (128 x 128, three stages, two CTAs per
- * SM, the default above 64), and the warp-specialised "ws128x256" and "wsq64x128" (queries
- * resident in shared memory), kept for comparison (bench/KERNEL_NOTES.md: slower here).
- * SIEVE_CUDA_SCAN overrides the choice for benchmarks and tests; every mode of one search
- * uses the same variant, and every variant computes each key the same way (the GPU tests
- * check the keys are bit-identical across variants). */
-enum ScanVariant { SV_MMA, SV_WG64x128, SV_WG128x128S3, SV_WS128x256, SV_WSQ64x128 };
+ * wgmma one (sm_90 only, 16-byte rows): "wg64x128" (64 queries x 128 rows, two CTAs per SM)
+ * and "wg128x128s3" (128 x 128, three stages, two CTAs per SM) stage admissions per tile in
+ * shared memory; their "-direct" forms admit each key from the epilogue as it passes.
+ * Defaults, from the H200 measurements in bench/KERNEL_NOTES.md (v8): up to 64 queries
+ * wg64x128; above, wg128x128s3 for k > 1024 and wg128x128s3-direct otherwise (with one
+ * chunk in flight, the 3-stage tile feels the flush more than it gains when few keys pass).
+ * SIEVE_CUDA_SCAN overrides the choice for benchmarks and tests; every
+ * mode of one search uses the same variant, and every variant computes each key the same
+ * way (the GPU tests check the keys are bit-identical across variants). */
+enum ScanVariant { SV_MMA, SV_WG64x128, SV_WG128x128S3, SV_WG64x128D, SV_WG128x128S3D };
 
-ScanVariant scan_variant(const sieve__cuda_ctx *c, uint32_t nq, uint32_t dpad, bool vec) {
+ScanVariant scan_variant(const sieve__cuda_ctx *c, uint32_t nq, uint32_t k, bool vec) {
     bool hopper = c && c->prop.major == 9 && c->prop.minor == 0;
     if (!hopper || !vec) return SV_MMA;
     const char *e = getenv("SIEVE_CUDA_SCAN");
@@ -367,20 +389,23 @@ ScanVariant scan_variant(const sieve__cuda_ctx *c, uint32_t nq, uint32_t dpad, b
         if (!strcmp(e, "mma")) return SV_MMA;
         if (!strcmp(e, "wg64x128")) return nq <= 64 ? SV_WG64x128 : SV_WG128x128S3;
         if (!strcmp(e, "wg128x128s3")) return SV_WG128x128S3;
-        if (!strcmp(e, "ws128x256")) return SV_WS128x256;
-        if (!strcmp(e, "wsq64x128")) return nq <= 64 && dpad <= 768 ? SV_WSQ64x128 : SV_WS128x256;
+        if (!strcmp(e, "wg64x128-direct")) return nq <= 64 ? SV_WG64x128D : SV_WG128x128S3D;
+        if (!strcmp(e, "wg128x128s3-direct")) return SV_WG128x128S3D;
     }
-    return nq <= 64 ? SV_WG64x128 : SV_WG128x128S3;
+    if (nq <= 64) return SV_WG64x128;
+    return k > 1024 ? SV_WG128x128S3 : SV_WG128x128S3D;
 }
 
 template <int MODE, typename T>
 int launch_scan_t(const sieve__cuda_ctx *c, cudaStream_t s, const ScanParams &p, uint32_t L,
                   bool vec) {
-    switch (scan_variant(c, p.nq, p.dpad, vec)) {
-    case SV_WG64x128: return launch_wg<T, 64, 128, 4, MODE>(c, s, p, L);
-    case SV_WG128x128S3: return launch_wg<T, 128, 128, 3, MODE>(c, s, p, L);
-    case SV_WS128x256: return launch_ws<T, 128, 256, 4, MODE>(c, s, p, L);
-    case SV_WSQ64x128: return launch_ws<T, 64, 128, 7, MODE, true>(c, s, p, L);
+    /* staging applies to the GATE mode only: the other modes share one instance */
+    constexpr bool G = MODE == MODE_GATE;
+    switch (scan_variant(c, p.nq, p.k, vec)) {
+    case SV_WG64x128: return launch_wg<T, 64, 128, 4, MODE, G>(c, s, p, L);
+    case SV_WG128x128S3: return launch_wg<T, 128, 128, 3, MODE, G>(c, s, p, L);
+    case SV_WG64x128D: return launch_wg<T, 64, 128, 4, MODE, false>(c, s, p, L);
+    case SV_WG128x128S3D: return launch_wg<T, 128, 128, 3, MODE, false>(c, s, p, L);
     case SV_MMA: break;
     }
     /* mma.sync tiles measured on the H200 (bench/KERNEL_NOTES.md): one 128-row tile per
@@ -417,8 +442,8 @@ struct Plan {
 };
 
 struct Layout {
-    size_t qf32, qprep, qsub, qn2, qn2sub, sample, thr, thr2, hi, edges, hist, cnt, cand,
-        sorted, segb, sege, use, idx, lo, outrows, outscores, outcounts, misc, cub, fullA, fullB,
+    size_t qf32, qprep, qsub, qn2, qn2sub, sample, thr, thr2, hi, edges, binw, hist, cnt, cand,
+        sorted, segb, sege, topm, use, idx, lo, outrows, outscores, outcounts, misc, cub, fullA, fullB,
         fullcub, total;
     size_t cub_bytes, fullcub_bytes;
 };
@@ -500,12 +525,14 @@ int make_layout(const Plan &pl, uint64_t n_rows, bool full_only, Layout *L) {
         L->thr2 = take((size_t)nq * 4);
         L->hi = take((size_t)nq * 4);
         L->edges = take((size_t)nq * NBINS * 4);
+        L->binw = take((size_t)nq * 4);
         L->hist = take((size_t)nq * NBINS * 4);
         L->cnt = take((size_t)nq * 4);
         L->cand = take((size_t)nq * pl.cap * 8);
         L->sorted = take((size_t)nq * pl.cap * 8);
         L->segb = take((size_t)nq * 8);
         L->sege = take((size_t)nq * 8);
+        L->topm = take((size_t)nq * 4);
         size_t cb = 0;
         if (cub::DeviceSegmentedSort::SortKeys((void *)nullptr, cb, (const uint64_t *)nullptr,
                                                (uint64_t *)nullptr, (int64_t)nq * pl.cap,
@@ -685,8 +712,8 @@ int rescan(Search &S, const std::vector<uint32_t> &qlist, const std::vector<floa
     SIEVE_CUDA_TRY(cudaMemcpyAsync(lod, lo.data(), nc * 4, cudaMemcpyHostToDevice, S.s));
     (void)pl;
     reset_state_kernel<<<nc, 128, 0, S.s>>>(idx, lod, S.at<float>(S.L.hi), S.at<uint32_t>(S.L.thr),
-                                            S.at<float>(S.L.edges), S.at<uint32_t>(S.L.hist),
-                                            S.at<uint32_t>(S.L.cnt));
+                                            S.at<float>(S.L.edges), S.at<float>(S.L.binw),
+                                            S.at<uint32_t>(S.L.hist), S.at<uint32_t>(S.L.cnt));
     SIEVE_CUDA_LAUNCH_CHECK();
     gather_rows_kernel<<<ncp, 128, 0, S.s>>>(S.at<unsigned char>(S.L.qprep),
                                              S.at<unsigned char>(S.L.qsub), pl.qrow_bytes, idx, nc,
@@ -740,6 +767,14 @@ int upload_queries(Search &S, const float *queries) {
     return prep_queries(S);
 }
 
+/* Device -> pageable host copy of the result arrays through the pinned staging buffer.
+ * Large results go in chunks: each chunk's copy to pinned memory is queued with an event,
+ * and up to DL_THREADS host threads move landed chunks to the caller's arrays while later
+ * chunks are still crossing the bus (the host copy, not the bus, is the slower half). */
+constexpr size_t DL_CHUNK = 1u << 20;
+constexpr size_t DL_PIPELINE_MIN = 2u << 20;
+constexpr unsigned DL_THREADS = 8;
+
 int download_results(Search &S, int64_t *out_rows, float *out_scores, uint32_t *out_counts) {
     const Plan &pl = S.pl;
     size_t nr = (size_t)pl.nq * pl.k;
@@ -747,14 +782,72 @@ int download_results(Search &S, int64_t *out_rows, float *out_scores, uint32_t *
     int rc = ensure_pinned(S.c, need);
     if (rc) return rc;
     unsigned char *h = (unsigned char *)S.c->pinned;
-    SIEVE_CUDA_TRY(cudaMemcpyAsync(h, S.at<int64_t>(S.L.outrows), nr * 8, cudaMemcpyDeviceToHost, S.s));
-    SIEVE_CUDA_TRY(cudaMemcpyAsync(h + nr * 8, S.at<float>(S.L.outscores), nr * 4,
-                                   cudaMemcpyDeviceToHost, S.s));
     SIEVE_CUDA_TRY(cudaMemcpyAsync(h + nr * 12, S.at<uint32_t>(S.L.outcounts), pl.nq * 4,
                                    cudaMemcpyDeviceToHost, S.s));
-    SIEVE_CUDA_TRY(cudaStreamSynchronize(S.s));
-    memcpy(out_rows, h, nr * 8);
-    memcpy(out_scores, h + nr * 8, nr * 4);
+    if (nr * 12 < DL_PIPELINE_MIN) {
+        SIEVE_CUDA_TRY(cudaMemcpyAsync(h, S.at<int64_t>(S.L.outrows), nr * 8,
+                                       cudaMemcpyDeviceToHost, S.s));
+        SIEVE_CUDA_TRY(cudaMemcpyAsync(h + nr * 8, S.at<float>(S.L.outscores), nr * 4,
+                                       cudaMemcpyDeviceToHost, S.s));
+        SIEVE_CUDA_TRY(cudaStreamSynchronize(S.s));
+        memcpy(out_rows, h, nr * 8);
+        memcpy(out_scores, h + nr * 8, nr * 4);
+        if (out_counts) memcpy(out_counts, h + nr * 12, pl.nq * 4);
+        return 0;
+    }
+    struct Chunk {
+        const unsigned char *dev;
+        unsigned char *pin, *dst;
+        size_t len;
+        cudaEvent_t ev;
+    };
+    std::vector<Chunk> ch;
+    auto plan = [&](const void *dev, unsigned char *pin, void *dst, size_t len) {
+        for (size_t o = 0; o < len; o += DL_CHUNK)
+            ch.push_back({(const unsigned char *)dev + o, pin + o, (unsigned char *)dst + o,
+                          len - o < DL_CHUNK ? len - o : DL_CHUNK, nullptr});
+    };
+    plan(S.at<int64_t>(S.L.outrows), h, out_rows, nr * 8);
+    plan(S.at<float>(S.L.outscores), h + nr * 8, out_scores, nr * 4);
+    cudaError_t err = cudaSuccess;
+    for (size_t i = 0; i < ch.size() && err == cudaSuccess; i++) {
+        Chunk &c = ch[i];
+        err = cudaEventCreateWithFlags(&c.ev, cudaEventDisableTiming);
+        if (err != cudaSuccess) {
+            c.ev = nullptr;
+            break;
+        }
+        err = cudaMemcpyAsync(c.pin, c.dev, c.len, cudaMemcpyDeviceToHost, S.s);
+        if (err == cudaSuccess) err = cudaEventRecord(c.ev, S.s);
+    }
+    if (err == cudaSuccess) {
+        unsigned hw = std::thread::hardware_concurrency();
+        unsigned nt = hw / 2 < DL_THREADS ? hw / 2 : DL_THREADS;
+        if (nt < 1) nt = 1;
+        if (nt > ch.size()) nt = (unsigned)ch.size();
+        std::atomic<int> failed{0};
+        auto worker = [&](unsigned t) {
+            for (size_t i = t; i < ch.size(); i += nt) {
+                if (cudaEventSynchronize(ch[i].ev) != cudaSuccess) {
+                    failed.store(1);
+                    return;
+                }
+                memcpy(ch[i].dst, ch[i].pin, ch[i].len);
+            }
+        };
+        std::vector<std::thread> pool;
+        for (unsigned t = 1; t < nt; t++) pool.emplace_back(worker, t);
+        worker(0);
+        for (auto &th : pool) th.join();
+        if (failed.load()) err = cudaErrorUnknown;
+    }
+    if (err == cudaSuccess) err = cudaStreamSynchronize(S.s); /* the counts */
+    for (Chunk &c : ch)
+        if (c.ev) cudaEventDestroy(c.ev);
+    if (err != cudaSuccess) {
+        cudaStreamSynchronize(S.s); /* nothing may still write the staging buffer */
+        return sieve__cuda_fail(err, "result download", __FILE__, __LINE__);
+    }
     if (out_counts) memcpy(out_counts, h + nr * 12, pl.nq * 4);
     return 0;
 }
@@ -866,8 +959,8 @@ extern "C" int sieve__cuda_knn(void *ctx, const sieve_matrix *m, const float *qu
         propose_kernel<<<n_queries, 512, psm, S.s>>>(
             S.at<float>(S.L.sample), pl.S, (uint32_t)s_e, j, j2, p->force_boundary,
             p->forced_boundary, S.at<uint32_t>(S.L.thr), S.at<uint32_t>(S.L.thr2),
-            S.at<float>(S.L.hi), S.at<float>(S.L.edges), S.at<uint32_t>(S.L.hist),
-            S.at<uint32_t>(S.L.cnt));
+            S.at<float>(S.L.hi), S.at<float>(S.L.edges), S.at<float>(S.L.binw),
+            S.at<uint32_t>(S.L.hist), S.at<uint32_t>(S.L.cnt));
         SIEVE_CUDA_LAUNCH_CHECK();
         st.rows_sampled = (uint64_t)pl.S * n_queries;
         t_sample = sieve__now_ms(); /* launch time only: the scan's sync below waits for both */
@@ -878,6 +971,7 @@ extern "C" int sieve__cuda_knn(void *ctx, const sieve_matrix *m, const float *qu
         sp.nq = n_queries;
         sp.thr = S.at<uint32_t>(S.L.thr);
         sp.edges = S.at<float>(S.L.edges);
+        sp.binw = S.at<float>(S.L.binw);
         sp.hist = S.at<uint32_t>(S.L.hist);
         sp.cnt = S.at<uint32_t>(S.L.cnt);
         sp.cand = S.at<uint64_t>(S.L.cand);
@@ -938,17 +1032,20 @@ extern "C" int sieve__cuda_knn(void *ctx, const sieve_matrix *m, const float *qu
         unsigned char *used = S.at<unsigned char>(S.L.use);
         SIEVE_CUDA_TRY(cudaMemcpyAsync(used, use.data(), n_queries, cudaMemcpyHostToDevice, S.s));
         int64_t *beg = S.at<int64_t>(S.L.segb), *end = S.at<int64_t>(S.L.sege);
-        segments_kernel<<<(n_queries + 255) / 256, 256, 0, S.s>>>(S.at<uint32_t>(S.L.cnt), used,
-                                                                n_queries, pl.cap, beg, end);
+        /* keep what is at or above each query's threshold bin (k plus that bin), sort that */
+        compact_top_kernel<<<n_queries, 256, 0, S.s>>>(
+            S.at<uint64_t>(S.L.cand), pl.cap, S.at<uint32_t>(S.L.cnt), used,
+            S.at<uint32_t>(S.L.hist), S.at<float>(S.L.edges), pl.k, S.at<uint64_t>(S.L.sorted),
+            S.at<uint32_t>(S.L.topm), beg, end);
         SIEVE_CUDA_LAUNCH_CHECK();
         size_t tb = S.L.cub_bytes;
         SIEVE_CUDA_TRY(cub::DeviceSegmentedSort::SortKeys(
-            S.at<void>(S.L.cub), tb, S.at<uint64_t>(S.L.cand), S.at<uint64_t>(S.L.sorted),
+            S.at<void>(S.L.cub), tb, S.at<uint64_t>(S.L.sorted), S.at<uint64_t>(S.L.cand),
             (int64_t)n_queries * pl.cap, (int64_t)n_queries, beg, end, S.s));
         dim3 grid((pl.k + 255) / 256 < 64 ? (pl.k + 255) / 256 : 64,
                   n_queries < 65535 ? n_queries : 65535);
-        extract_kernel<<<grid, 256, 0, S.s>>>(S.at<uint64_t>(S.L.sorted), pl.cap,
-                                              S.at<uint32_t>(S.L.cnt), 0, used, nullptr, n_queries,
+        extract_kernel<<<grid, 256, 0, S.s>>>(S.at<uint64_t>(S.L.cand), pl.cap,
+                                              S.at<uint32_t>(S.L.topm), 0, used, nullptr, n_queries,
                                               pl.k, (p->flags & SIEVE_SEARCH_RAW_KEYS) ? 0 : p->metric,
                                               S.at<float>(S.L.qn2),
                                               S.at<int64_t>(S.L.outrows), S.at<float>(S.L.outscores),
@@ -959,10 +1056,12 @@ extern "C" int sieve__cuda_knn(void *ctx, const sieve_matrix *m, const float *qu
     if (!all_full.empty()) {
         if ((rc = full_path(S, all_full, &st))) return rc;
     }
+    double t_dl = sieve__now_ms();
     if ((rc = download_results(S, out_rows, out_scores, out_counts))) return rc;
     double t_end = sieve__now_ms();
 
     for (uint32_t q = 0; q < n_queries; q++) st.path_count[path[q]]++;
+    st.ms_download = t_end - t_dl;
     if (out_paths) memcpy(out_paths, path.data(), n_queries);
     st.ms_sample = t_sample - t0;
     st.ms_scan = t_scan - t_sample;

@@ -64,6 +64,7 @@ struct ScanParams {
     /* MODE_GATE */
     uint32_t *thr;              /* [nq] ordered-uint boundary (only rises) */
     const float *edges;         /* [nq][NBINS] lower bin edges, non-decreasing */
+    const float *binw;          /* [nq] bin width w: edges[q][b] = edge_at(b, edges[q][0], w) */
     uint32_t *hist;             /* [nq][NBINS] */
     uint32_t *cnt;              /* [nq] admitted (counts past cap too) */
     uint64_t *cand;             /* [nq][cap] */
@@ -74,31 +75,43 @@ struct ScanParams {
     uint64_t mat_ld;
 };
 
-/* Bin of key in the query's edge table: edges[b] <= key < edges[b+1] (top bin open). */
-__device__ inline int bin_of(float key, const float *edges) {
-    float lo = edges[0];
-    float w = edges[1] - edges[0];
+/* Lower edge of bin b of a table over [lo, lo + NBINS w): one rounding, the same wherever
+ * it is computed (the tables are written with it, the scan recomputes edges with it). */
+__device__ inline float edge_at(int b, float lo, float w) {
+    return b == 0 ? lo : __fmaf_rn((float)b, w, lo);
+}
+
+/* Bin of key in the query's table (lower edge lo, width w): edge_at(b) <= key <
+ * edge_at(b + 1) (top bin open; bin 0 also takes keys below lo). No memory reads. */
+__device__ inline int bin_of(float key, float lo, float w) {
     int b = 0;
     if (w > 0.f) {
         float x = (key - lo) / w;
         b = x >= (float)(NBINS - 1) ? NBINS - 1 : (x > 0.f ? (int)x : 0);
     }
-    while (b > 0 && key < edges[b]) b--;
-    while (b < NBINS - 1 && key >= edges[b + 1]) b++;
+    while (b > 0 && key < edge_at(b, lo, w)) b--;
+    while (b < NBINS - 1 && key >= edge_at(b + 1, lo, w)) b++;
     return b;
 }
 
 /* Raises the query's boundary to the highest lower edge whose admitted count (a lower
- * bound, read while other threads still add) already reaches k. */
+ * bound, read while other threads still add) already reaches k. The bins are read 16 at a
+ * time (independent loads) so a call costs at most 16 L2 round trips, not 256. */
 __device__ inline void tighten_boundary(const ScanParams &p, uint32_t q) {
     const uint32_t *h = p.hist + (size_t)q * NBINS;
     const float *e = p.edges + (size_t)q * NBINS;
     uint32_t cum = 0;
-    for (int b = NBINS - 1; b >= 0; b--) {
-        cum += __ldcg(h + b);
-        if (cum >= p.k) {
-            atomicMax(p.thr + q, ord_of(e[b]));
-            return;
+    for (int b0 = NBINS - 16; b0 >= 0; b0 -= 16) {
+        uint32_t v[16];
+#pragma unroll
+        for (int i = 0; i < 16; i++) v[i] = __ldcg(h + b0 + i);
+#pragma unroll
+        for (int i = 15; i >= 0; i--) {
+            cum += v[i];
+            if (cum >= p.k) {
+                atomicMax(p.thr + q, ord_of(e[b0 + i]));
+                return;
+            }
         }
     }
 }
@@ -107,21 +120,25 @@ __device__ inline uint32_t slot_of(const ScanParams &p, uint32_t q) {
     return p.qmap ? p.qmap[q] : q;
 }
 
-/* The epilogue for one computed dot product. row is physical, ql the query. */
-/* Admits one key that passed the gate: append, count, maybe tighten. Out of line: the
- * unrolled epilogues call it from many sites, and inlining it at each one made the scan
- * kernels large enough to miss in the instruction cache (measured with Nsight Compute). */
+/* Appends one admitted key of state slot q: candidate, histogram, maybe tighten. */
+__device__ inline void admit_slot(const ScanParams &p, uint32_t row, uint32_t q, float key) {
+    uint32_t pos = atomicAdd(p.cnt + q, 1u);
+    if (pos < p.cap) p.cand[(size_t)q * p.cap + pos] = pack_cand(key, row);
+    atomicAdd(p.hist + (size_t)q * NBINS + bin_of(key, p.edges[(size_t)q * NBINS], p.binw[q]), 1u);
+    uint32_t n = pos + 1;
+    uint32_t step = p.k > 256 ? p.k : 256;
+    if (p.tighten && (n == p.k || (n > p.k && n % step == 0))) tighten_boundary(p, q);
+}
+
+/* Admits one key that passed the gate (launch query q). Out of line: the unrolled
+ * epilogues call it from many sites, and inlining it at each one made the scan kernels
+ * large enough to miss in the instruction cache (measured with Nsight Compute). */
 __device__ __noinline__ void admit(const ScanParams &p, uint32_t row, uint32_t q, float key) {
     q = slot_of(p, q);
     /* once a query overflowed its buffer, further admissions only cost atomics: the
        host recovers it anyway, from a histogram that stays a valid lower bound */
     if (__ldcg(p.cnt + q) > p.cap) return;
-    uint32_t pos = atomicAdd(p.cnt + q, 1u);
-    if (pos < p.cap) p.cand[(size_t)q * p.cap + pos] = pack_cand(key, row);
-    atomicAdd(p.hist + (size_t)q * NBINS + bin_of(key, p.edges + (size_t)q * NBINS), 1u);
-    uint32_t n = pos + 1;
-    uint32_t step = p.k > 256 ? p.k : 256;
-    if (p.tighten && (n == p.k || (n > p.k && n % step == 0))) tighten_boundary(p, q);
+    admit_slot(p, row, q, key);
 }
 
 template <int MODE>
@@ -366,6 +383,77 @@ __device__ inline void fence_proxy_async_smem() {
 #endif
 }
 
+/* Admissions staged per tile in shared memory (GATE mode of the wgmma kernel), so no
+ * epilogue waits on a global atomic. Tile i's epilogue appends its passing keys to buffer
+ * i % 3 (one entry per thread at most: STAGE_CAP = the CTA's 256 threads; past that a tile
+ * admits directly). At tile i + 1's start, thread t issues the count atomic for entry t of
+ * that buffer (stage_reserve) and goes on without waiting for the slot it returns; at tile
+ * i + 2's start, the slot has long arrived and the thread writes the candidate, counts the
+ * histogram bin and checks for tightening (stage_finish). Both run before the tile's first
+ * wgmma, where no wgmma is in flight. The histogram trails the counts by at most a tile,
+ * so a tightening reads a lower bound, as it always does. */
+constexpr int STAGE_CAP = 256;
+constexpr int STAGE_BUFS = 3;
+
+template <int CAP> /* STAGE_CAP where staging is on, 1 (unused) elsewhere */
+struct StageBuf {
+    uint32_t n[STAGE_BUFS];        /* entries staged in each buffer (may exceed CAP) */
+    float key[STAGE_BUFS][CAP];
+    uint32_t row[STAGE_BUFS][CAP]; /* physical row */
+    uint32_t q[STAGE_BUFS][CAP];   /* launch query */
+};
+
+/* What a thread carries from stage_reserve to stage_finish (values not waited for). */
+struct StagePending {
+    uint32_t pos; /* the reserved slot; ~0u: no entry */
+    float lo, w;  /* the query's bin table */
+};
+
+/* Entry threadIdx.x of buffer b, if staged: issues its count atomic and the reads of its
+ * query's bin table, without waiting for any of them. */
+template <int CAP>
+__device__ inline StagePending stage_reserve(const ScanParams &p, const StageBuf<CAP> &sb, int b) {
+    const uint32_t n = sb.n[b] < (uint32_t)CAP ? sb.n[b] : (uint32_t)CAP;
+    StagePending r = {~0u, 0.f, 0.f};
+    if (threadIdx.x < n) {
+        const uint32_t q = slot_of(p, sb.q[b][threadIdx.x]);
+        r.pos = atomicAdd(p.cnt + q, 1u);
+        r.lo = __ldcg(p.edges + (size_t)q * NBINS);
+        r.w = __ldcg(p.binw + q);
+    }
+    return r;
+}
+
+/* Completes entry threadIdx.x of buffer b as reserved in r. */
+template <int CAP>
+__device__ __noinline__ void stage_finish(const ScanParams &p, const StageBuf<CAP> &sb, int b,
+                                          StagePending r) {
+    if (r.pos == ~0u) return;
+    const uint32_t pos = r.pos;
+    const uint32_t q = slot_of(p, sb.q[b][threadIdx.x]);
+    const float key = sb.key[b][threadIdx.x];
+    if (pos < p.cap) p.cand[(size_t)q * p.cap + pos] = pack_cand(key, sb.row[b][threadIdx.x]);
+    atomicAdd(p.hist + (size_t)q * NBINS + bin_of(key, r.lo, r.w), 1u);
+    const uint32_t n = pos + 1;
+    const uint32_t step = p.k > 256 ? p.k : 256;
+    if (p.tighten && (n == p.k || (n > p.k && n % step == 0))) tighten_boundary(p, q);
+}
+
+/* Stages one admission in buffer b, or admits it directly when the buffer is full. Out of
+ * line for the same reason as admit(): it is called from every unrolled accumulator site. */
+template <int CAP>
+__device__ __noinline__ void stage_admit(const ScanParams &p, StageBuf<CAP> &sb, int b,
+                                         uint32_t row, uint32_t q, float key) {
+    const uint32_t s = atomicAdd(&sb.n[b], 1u);
+    if (s < (uint32_t)CAP) {
+        sb.key[b][s] = key;
+        sb.row[b][s] = row;
+        sb.q[b][s] = q;
+    } else {
+        admit(p, row, q, key);
+    }
+}
+
 template <int BQ, int BR, int STAGES>
 struct WgSmem {
     static constexpr int KC = 64; /* elements per K chunk: one 128-byte swizzle row */
@@ -392,7 +480,7 @@ struct WgSmem {
  * Per element, the float32 accumulation runs over K in 16-wide steps in index order, in
  * every mode and tile shape (the GPU tests check that keys are bit-identical across
  * variants). Rows must be 16-byte aligned with dim % 8 == 0 (the launcher checks). */
-template <typename T, int BQ, int BR, int STAGES, int MODE>
+template <typename T, int BQ, int BR, int STAGES, int MODE, bool STAGED>
 __global__ void __launch_bounds__(256, (WgSmem<BQ, BR, STAGES>::min_blocks))
 scan_wgmma_kernel(ScanParams p) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -403,6 +491,10 @@ scan_wgmma_kernel(ScanParams p) {
     constexpr int RJ = BR / 32, QJ = BQ / 32; /* rows, queries each thread loads per chunk */
     static_assert(BQ == 64 || BQ == 128, "query tile");
     static_assert(STAGES >= 3, "pipeline depth");
+    /* chunks loading ahead of the one computed (one wgmma group stays in flight, reading
+       the slot before). Waiting for each chunk's wgmma to load one more ahead was measured
+       slower (bench/KERNEL_NOTES.md, v8). */
+    constexpr int AHEAD = STAGES - 2;
 
     extern __shared__ unsigned char smem_raw[];
     uint32_t sbase = (uint32_t)__cvta_generic_to_shared(smem_raw);
@@ -413,6 +505,8 @@ scan_wgmma_kernel(ScanParams p) {
     __shared__ uint32_t rowid[BR];
     __shared__ unsigned char elig[BR];
     __shared__ float rnorm[BR];
+    constexpr bool STG = STAGED && MODE == MODE_GATE;
+    __shared__ StageBuf<STG ? STAGE_CAP : 1> sb;
 
     const uint32_t L = MODE == MODE_SAMPLE ? p.s_count : p.n_rows;
     const uint32_t nrt = (L + BR - 1) / BR;
@@ -421,8 +515,13 @@ scan_wgmma_kernel(ScanParams p) {
     const uint32_t my_tiles = (uint32_t)((ntiles - 1 - blockIdx.x) / gridDim.x + 1);
     const int KT = p.dpad / KC;
     const uint32_t total = my_tiles * (uint32_t)KT;
+    static_assert(!STG || STAGE_CAP == 256, "one staged entry per thread");
+    if (STG && threadIdx.x == 0) /* ordered by the first barrier */
+        for (int b = 0; b < STAGE_BUFS; b++) sb.n[b] = 0;
+    StagePending st_pend = {~0u, 0.f, 0.f}; /* STG: this thread's entry of buffer st_buf */
+    int st_buf = 0;
 
-    /* ---- loads: the cursor (tile li_tile, chunk lk) runs STAGES - 2 chunks ahead */
+    /* ---- loads: the cursor runs AHEAD chunks ahead */
     const int lc = threadIdx.x & 7; /* this thread's 16-byte column */
     const int lr = threadIdx.x >> 3; /* and first row (then every 32nd) */
     const T *rptr[RJ];
@@ -441,9 +540,12 @@ scan_wgmma_kernel(ScanParams p) {
             }
             rptr[j] = ptr;
         }
+        /* query rows past the batch are not loaded: their accumulators are never read
+           (the epilogue skips q0 + ql >= nq), so their shared-memory rows may hold anything */
 #pragma unroll
         for (int j = 0; j < QJ; j++)
-            qptr[j] = (const T *)p.q + (size_t)(q0 + lr + 32 * j) * p.dpad;
+            qptr[j] = q0 + lr + 32 * j < p.nq ? (const T *)p.q + (size_t)(q0 + lr + 32 * j) * p.dpad
+                                              : nullptr;
     };
     auto load_chunk = [&](uint32_t c) {
         const int kt = (int)(c % (uint32_t)KT);
@@ -463,7 +565,7 @@ scan_wgmma_kernel(ScanParams p) {
 #pragma unroll
         for (int j = 0; j < QJ; j++) {
             int r = lr + 32 * j;
-            cp_async16(qs + r * KC + ((lc ^ (r & 7)) << 3), qptr[j] + k0, 16);
+            if (qptr[j]) cp_async16(qs + r * KC + ((lc ^ (r & 7)) << 3), qptr[j] + k0, 16);
         }
     };
 
@@ -478,7 +580,7 @@ scan_wgmma_kernel(ScanParams p) {
     for (int i = 0; i < NACC; i++) acc[i] = 0.f;
 
 #pragma unroll
-    for (int s = 0; s < STAGES - 2; s++) {
+    for (int s = 0; s < AHEAD; s++) {
         if ((uint32_t)s < total) load_chunk((uint32_t)s);
         cp_async_commit();
     }
@@ -486,15 +588,38 @@ scan_wgmma_kernel(ScanParams p) {
         const uint64_t t = blockIdx.x + (uint64_t)i * gridDim.x;
         const uint32_t row0 = (uint32_t)(t / p.nqt) * BR;
         const uint32_t q0 = (uint32_t)(t % p.nqt) * BQ;
+        float thr_h[2] = {0.f, 0.f}; /* GATE: this thread's two boundaries, read early */
         for (int kt = 0; kt < KT; kt++) {
             const uint32_t c = i * (uint32_t)KT + (uint32_t)kt;
-            /* chunk c landed (at most STAGES - 3 younger groups pending), visible to wgmma */
-            cp_async_wait<STAGES - 3>();
+            /* chunk c landed (at most AHEAD - 1 younger groups pending), visible to wgmma */
+            cp_async_wait<AHEAD - 1>();
             fence_proxy_async_smem();
             __syncthreads();
-            /* the slot of chunk c - 2 is free: every warpgroup waited for its wgmma group */
-            if (c + STAGES - 2 < total) load_chunk(c + STAGES - 2);
+            /* the slot of chunk c + AHEAD - STAGES is free: every warpgroup waited for the
+               wgmma group that read it */
+            if (c + AHEAD < total) load_chunk(c + AHEAD);
             cp_async_commit();
+            if (MODE == MODE_GATE && kt == 0) {
+                /* before the tile's first wgmma (no wgmma in flight, so the out-of-line
+                   call costs no accumulator traffic), while this tile's next chunks load:
+                   the staged admissions of the previous two tiles (their entries were
+                   written before the barrier above; buffer counts are reset in epilogues) */
+                if (STG) {
+                    stage_finish(p, sb, st_buf, st_pend); /* tile i - 2's */
+                    st_pend.pos = ~0u;
+                    if (i > 0) {
+                        st_buf = (int)((i - 1) % STAGE_BUFS);
+                        st_pend = stage_reserve(p, sb, st_buf); /* tile i - 1's */
+                    }
+                }
+                /* the boundaries the epilogue gates against: a boundary only rises, so an
+                   early (lower) value admits a superset and stays exact */
+#pragma unroll
+                for (int h = 0; h < 2; h++) {
+                    const uint32_t qq = q0 + qo + wq * 16 + g + 8 * h;
+                    if (qq < p.nq) thr_h[h] = float_of_ord(__ldcg(p.thr + slot_of(p, qq)));
+                }
+            }
             const T *qs = Qs + (size_t)(c % STAGES) * BQ * KC + (size_t)qo * KC;
             const T *rs = Rs + (size_t)(c % STAGES) * BR * KC + (size_t)ro * KC;
             wgmma_fence();
@@ -507,15 +632,16 @@ scan_wgmma_kernel(ScanParams p) {
             wgmma_wait<1>();
         }
         wgmma_wait<0>();
-        __syncthreads(); /* the row table is complete */
+        __syncthreads(); /* the row table is complete; the previous flush is done */
+        /* tile i - 2's buffer is finished (before this barrier): tile i + 1 refills it */
+        if (STG && threadIdx.x == 0 && i > 1) sb.n[(i - 2) % STAGE_BUFS] = 0;
 
         /* accumulator 4n + 2h + j: query qo + 16 wq + g + 8h, row ro + 8n + 2 tq + j */
 #pragma unroll
         for (int h = 0; h < 2; h++) {
             const int ql = qo + wq * 16 + g + 8 * h;
             if (q0 + ql >= p.nq) continue;
-            const float thr =
-                MODE == MODE_GATE ? float_of_ord(__ldcg(p.thr + slot_of(p, q0 + ql))) : 0.f;
+            const float thr = thr_h[h];
 #pragma unroll
             for (int n = 0; n < WN / 8; n++)
 #pragma unroll
@@ -529,251 +655,25 @@ scan_wgmma_kernel(ScanParams p) {
                         /* most keys fail the gate: test before touching the row table */
                         float key = p.metric == 2 ? 2.0f * dot - rnorm[rl] : dot;
                         if (!(key >= thr)) continue;
+                        if (STG) {
+                            if (rowptr[rl] && elig[rl])
+                                stage_admit(p, sb, (int)(i % STAGE_BUFS), rowid[rl], q0 + ql,
+                                            key);
+                            continue;
+                        }
                     }
                     if (!rowptr[rl]) continue;
                     emit<MODE>(p, row0 + rl, rowid[rl], q0 + ql, dot, rnorm[rl], elig[rl], thr);
                 }
         }
     }
+    if (STG) { /* the last two tiles' staged admissions */
+        stage_finish(p, sb, st_buf, st_pend);
+        __syncthreads(); /* the last epilogue's entries */
+        const int b = (int)((my_tiles - 1) % STAGE_BUFS);
+        stage_finish(p, sb, b, stage_reserve(p, sb, b));
+    }
     cp_async_wait<0>();
-#else
-    (void)p;
-    __trap();
-#endif
-}
-
-/* ------------------------------------------------------------------ warp-specialised wgmma */
-
-__device__ inline void mbar_init(uint64_t *bar, uint32_t count) {
-    uint32_t a = (uint32_t)__cvta_generic_to_shared(bar);
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(a), "r"(count) : "memory");
-}
-/* Blocks until the phase of the given parity has completed. */
-__device__ inline void mbar_wait(uint64_t *bar, uint32_t parity) {
-    uint32_t a = (uint32_t)__cvta_generic_to_shared(bar);
-    uint32_t done = 0;
-    do {
-        asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
-                     "selp.u32 %0, 1, 0, p;\n}\n"
-                     : "=r"(done)
-                     : "r"(a), "r"(parity)
-                     : "memory");
-    } while (!done);
-}
-__device__ inline void mbar_arrive(uint64_t *bar) {
-    uint32_t a = (uint32_t)__cvta_generic_to_shared(bar);
-    asm volatile("{\n.reg .b64 st;\nmbarrier.arrive.shared::cta.b64 st, [%0];\n}\n" ::"r"(a)
-                 : "memory");
-}
-/* The barrier receives this thread's arrival once all its earlier cp.async have landed. */
-__device__ inline void mbar_arrive_cp_async(uint64_t *bar) {
-    uint32_t a = (uint32_t)__cvta_generic_to_shared(bar);
-    asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(a) : "memory");
-}
-/* Barrier 1 among the 256 consumer threads (barrier 0 is __syncthreads). */
-__device__ inline void consumers_sync() { asm volatile("bar.sync 1, 256;\n" ::: "memory"); }
-
-template <int BQ, int BR, int STAGES, bool QRES = false>
-struct WsSmem {
-    static constexpr int KC = 64;
-    static constexpr int QRES_KT = 12; /* resident queries: dpad up to 768 */
-    static constexpr size_t q_bytes = QRES ? (size_t)QRES_KT * BQ * KC * 2 : (size_t)STAGES * BQ * KC * 2;
-    static constexpr size_t bytes = q_bytes + (size_t)STAGES * BR * KC * 2 + 1024 + (2 * STAGES + 1) * 8;
-};
-
-/* Warp-specialised persistent scan, one CTA per SM, 384 threads: warpgroup 0 produces
- * (cp.async of each 64-wide K chunk of the tile's queries and rows into a ring of STAGES
- * 128-byte-swizzled slots, completion tracked by a "full" mbarrier per slot), warpgroups 1
- * and 2 consume (wait for the slot, wgmma, release it through an "empty" mbarrier once the
- * wgmma that read it has completed). No CTA-wide barrier in the loop: the producer runs up
- * to STAGES chunks ahead, across tiles, also while the consumers run a tile's epilogue.
- * Tile shapes, operand roles and the per-element accumulation are those of
- * scan_wgmma_kernel (queries = A, M = 64 per consumer warpgroup; rows = B), so keys are
- * bit-identical to it. Rows must be 16-byte aligned with dim % 8 == 0. */
-template <typename T, int BQ, int BR, int STAGES, int MODE, bool QRES>
-__global__ void __launch_bounds__(384, 1) scan_ws_kernel(ScanParams p) {
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    using S = WsSmem<BQ, BR, STAGES, QRES>;
-    constexpr int KC = S::KC;
-    constexpr int WN = BQ == 128 ? BR : BR / 2;
-    constexpr int NACC = WN / 2;
-    constexpr int RJ = BR / 16, QJ = BQ / 16; /* per producer thread and chunk */
-    static_assert(BQ == 64 || BQ == 128, "query tile");
-    /* QRES (the launcher checks): nqt == 1 and dpad <= 64 * QRES_KT */
-
-    extern __shared__ unsigned char smem_raw[];
-    uint32_t sbase = (uint32_t)__cvta_generic_to_shared(smem_raw);
-    unsigned char *sm = smem_raw + ((1024u - (sbase & 1023u)) & 1023u);
-    T *Qs = (T *)sm; /* [STAGES][BQ][64], or with QRES [KT][BQ][64] resident */
-    T *Rs = (T *)(sm + S::q_bytes);
-    uint64_t *full = (uint64_t *)(sm + S::q_bytes + (size_t)STAGES * BR * KC * 2);
-    uint64_t *empty = full + STAGES;
-    uint64_t *qfull = empty + STAGES; /* QRES: the resident queries landed */
-    __shared__ const T *rowptr[2][BR];
-    __shared__ uint32_t rowid[2][BR];
-    __shared__ unsigned char elig[2][BR];
-    __shared__ float rnorm[2][BR];
-
-    const uint32_t L = MODE == MODE_SAMPLE ? p.s_count : p.n_rows;
-    const uint32_t nrt = (L + BR - 1) / BR;
-    const uint64_t ntiles = (uint64_t)nrt * p.nqt;
-    if (blockIdx.x >= ntiles) return;
-    const uint32_t my_tiles = (uint32_t)((ntiles - 1 - blockIdx.x) / gridDim.x + 1);
-    const int KT = p.dpad / KC;
-    const uint32_t total = my_tiles * (uint32_t)KT;
-
-    if (threadIdx.x == 0) {
-        for (int s = 0; s < STAGES; s++) {
-            mbar_init(&full[s], 128);  /* one cp.async-tracked arrival per producer thread */
-            mbar_init(&empty[s], 256); /* one arrival per consumer thread */
-        }
-        mbar_init(qfull, 128);
-    }
-    __syncthreads();
-
-    if (threadIdx.x < 128) {
-        /* ---------------------------------------------------------------- producer */
-        const int lc = threadIdx.x & 7, lr = threadIdx.x >> 3;
-        const T *rptr[RJ];
-        const T *qptr[QJ];
-        if (QRES) { /* the one query tile (nqt == 1), every chunk, once */
-            for (int kt = 0; kt < KT; kt++)
-#pragma unroll
-                for (int j = 0; j < QJ; j++) {
-                    int r = lr + 16 * j;
-                    cp_async16(Qs + ((size_t)kt * BQ + r) * KC + ((lc ^ (r & 7)) << 3),
-                               (const T *)p.q + (size_t)r * p.dpad + kt * KC + lc * 8, 16);
-                }
-            mbar_arrive_cp_async(qfull);
-        }
-        for (uint32_t c = 0; c < total; c++) {
-            const int kt = (int)(c % (uint32_t)KT);
-            if (kt == 0) {
-                const uint64_t t = blockIdx.x + (uint64_t)(c / (uint32_t)KT) * gridDim.x;
-                const uint32_t row0 = (uint32_t)(t / p.nqt) * BR;
-                const uint32_t q0 = (uint32_t)(t % p.nqt) * BQ;
-#pragma unroll
-                for (int j = 0; j < RJ; j++) {
-                    uint32_t li = row0 + lr + 16 * j;
-                    const T *ptr = nullptr;
-                    if (li < L) {
-                        uint32_t r = MODE == MODE_SAMPLE ? p.s_offset + li * p.s_stride : li;
-                        ptr = (const T *)p.pages[r / p.rpp] + (size_t)(r % p.rpp) * p.dim;
-                    }
-                    rptr[j] = ptr;
-                }
-#pragma unroll
-                for (int j = 0; j < QJ; j++)
-                    qptr[j] = (const T *)p.q + (size_t)(q0 + lr + 16 * j) * p.dpad;
-            }
-            const int st = (int)(c % STAGES);
-            mbar_wait(&empty[st], ((c / STAGES) & 1) ^ 1);
-            const int k0 = kt * KC + lc * 8;
-            const bool kin = k0 < (int)p.dim;
-            T *qs = Qs + (size_t)st * BQ * KC;
-            T *rs = Rs + (size_t)st * BR * KC;
-#pragma unroll
-            for (int j = 0; j < RJ; j++) {
-                int r = lr + 16 * j;
-                bool ok = rptr[j] && kin;
-                cp_async16(rs + r * KC + ((lc ^ (r & 7)) << 3),
-                           ok ? (const void *)(rptr[j] + k0) : p.q, ok ? 16 : 0);
-            }
-            if (!QRES)
-#pragma unroll
-                for (int j = 0; j < QJ; j++) {
-                    int r = lr + 16 * j;
-                    cp_async16(qs + r * KC + ((lc ^ (r & 7)) << 3), qptr[j] + k0, 16);
-                }
-            mbar_arrive_cp_async(&full[st]);
-        }
-        cp_async_wait<0>();
-        return;
-    }
-
-    /* -------------------------------------------------------------------- consumers */
-    const int ct = threadIdx.x - 128; /* 0..255 */
-    const int cw = ct / 128;
-    const int qo = BQ == 128 ? cw * 64 : 0;
-    const int ro = BQ == 128 ? 0 : cw * (BR / 2);
-    const int lane = ct % 32, wq = (ct % 128) / 32;
-    const int g = lane / 4, tq = lane % 4;
-    float acc[NACC];
-#pragma unroll
-    for (int e = 0; e < NACC; e++) acc[e] = 0.f;
-
-    if (QRES) mbar_wait(qfull, 0);
-    for (uint32_t i = 0; i < my_tiles; i++) {
-        const uint64_t t = blockIdx.x + (uint64_t)i * gridDim.x;
-        const uint32_t row0 = (uint32_t)(t / p.nqt) * BR;
-        const uint32_t q0 = (uint32_t)(t % p.nqt) * BQ;
-        const int tb = (int)(i & 1);
-        for (int kt = 0; kt < KT; kt++) {
-            const uint32_t c = i * (uint32_t)KT + (uint32_t)kt;
-            const int st = (int)(c % STAGES);
-            mbar_wait(&full[st], (c / STAGES) & 1);
-            fence_proxy_async_smem();
-            const T *qs = Qs + (size_t)(QRES ? kt : st) * BQ * KC + (size_t)qo * KC;
-            const T *rs = Rs + (size_t)st * BR * KC + (size_t)ro * KC;
-            wgmma_fence();
-#pragma unroll
-            for (int kk = 0; kk < KC; kk += 16)
-                WgmmaOp<T, WN>::run(acc, sw128_desc(qs + kk), sw128_desc(rs + kk), kt > 0 || kk > 0);
-            wgmma_commit();
-            if (kt == 0) {
-                /* the epilogue's row table (double-buffered by tile parity) */
-                for (int r = ct; r < BR; r += 256) {
-                    uint32_t li = row0 + r;
-                    const T *ptr = nullptr;
-                    uint32_t rr = 0;
-                    bool e = false;
-                    float nv = 0.f;
-                    if (li < L) {
-                        rr = MODE == MODE_SAMPLE ? p.s_offset + li * p.s_stride : li;
-                        ptr = (const T *)p.pages[rr / p.rpp] + (size_t)(rr % p.rpp) * p.dim;
-                        e = true;
-                        if (p.deleted && ((p.deleted[rr >> 6] >> (rr & 63)) & 1ull)) e = false;
-                        if (p.allowed && !((p.allowed[rr >> 6] >> (rr & 63)) & 1ull)) e = false;
-                        if (p.metric == 2) nv = p.norm_pages[rr / p.rpp][rr % p.rpp];
-                    }
-                    rowptr[tb][r] = ptr;
-                    rowid[tb][r] = rr;
-                    elig[tb][r] = e;
-                    rnorm[tb][r] = nv;
-                }
-            }
-            wgmma_wait<1>();
-            if (kt > 0) mbar_arrive(&empty[(c - 1) % STAGES]);
-        }
-        wgmma_wait<0>();
-        mbar_arrive(&empty[(i * (uint32_t)KT + (uint32_t)KT - 1) % STAGES]);
-        consumers_sync(); /* the row table is complete */
-
-#pragma unroll
-        for (int h = 0; h < 2; h++) {
-            const int ql = qo + wq * 16 + g + 8 * h;
-            if (q0 + ql >= p.nq) continue;
-            const float thr =
-                MODE == MODE_GATE ? float_of_ord(__ldcg(p.thr + slot_of(p, q0 + ql))) : 0.f;
-#pragma unroll
-            for (int n = 0; n < WN / 8; n++)
-#pragma unroll
-                for (int j = 0; j < 2; j++) {
-                    const int rl = ro + n * 8 + 2 * tq + j;
-                    /* + 0: a tile's first wgmma does not add the old accumulator
-                       (D = A*B), so an all-zero product sum may be -0 where the mma.sync
-                       loop (0 + sum) gives +0; this keeps the keys identical */
-                    const float dot = acc[n * 4 + h * 2 + j] + 0.0f;
-                    if (MODE == MODE_GATE) {
-                        float key = p.metric == 2 ? 2.0f * dot - rnorm[tb][rl] : dot;
-                        if (!(key >= thr)) continue;
-                    }
-                    if (!rowptr[tb][rl]) continue;
-                    emit<MODE>(p, row0 + rl, rowid[tb][rl], q0 + ql, dot, rnorm[tb][rl],
-                               elig[tb][rl], thr);
-                }
-        }
-    }
 #else
     (void)p;
     __trap();

@@ -281,8 +281,8 @@ Test(knn_cuda, large_batches_and_k, .timeout = 1800) {
  * reference, for batches that use the 64-query and the 128-query tiles (two tiles, the second
  * partial) and row counts that are not a multiple of any row tile. Criterion runs each test
  * in its own process, so setting the variable here does not leak into other tests. */
-static const char *const VARIANTS[] = {"mma", "wg64x128", "wg128x128s3", "ws128x256",
-                                       "wsq64x128"};
+static const char *const VARIANTS[] = {"mma", "wg64x128", "wg128x128s3", "wg64x128-direct",
+                                       "wg128x128s3-direct"};
 
 Test(knn_cuda, every_scan_variant_against_reference, .timeout = 1800) {
     SKIP_WITHOUT_GPU();
@@ -297,6 +297,13 @@ Test(knn_cuda, every_scan_variant_against_reference, .timeout = 1800) {
             run_case(&b);
             gcase c = {SIEVE_DTYPE_F16, SIEVE_METRIC_COSINE, SIEVE_PATTERN_TIES, 1000, 136, 128, bs[bi], 1000, 0, 0, 1};
             run_case(&c);
+            /* the best rows of half the queries sit in the last tiles: hundreds of keys pass
+               the gate in one tile, more than a tile stages, so the direct admissions run */
+            gcase d = {SIEVE_DTYPE_F16, SIEVE_METRIC_DOT, SIEVE_PATTERN_SORTED_ASC, 100003, 768, 256, bs[bi], 1000, 1, 0, 0};
+            run_case(&d);
+            /* forced overflow: every query's buffer fills, recovery from the histogram */
+            gcase e = {SIEVE_DTYPE_BF16, SIEVE_METRIC_DOT, SIEVE_PATTERN_NORMAL, 50021, 256, 256, bs[bi], 100, 0, 2, 0};
+            run_case(&e);
         }
     }
     cr_assert_eq(unsetenv("SIEVE_CUDA_SCAN"), 0);
