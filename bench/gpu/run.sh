@@ -10,6 +10,9 @@
 #   variants  sieve-bench knn for each scan variant in $VARIANTS ($VARIANT_ARGS), timing only
 #   profile   Nsight Compute sections of one scan launch per $PROFILE_SHAPES entry (B:variant), and
 #             SM clock / power while the B=64 scan runs for a few seconds
+#   stalls    Nsight Compute full set with source counters of the fused scan at 5M, k=128, for
+#             each B in $STALL_BATCHES (default "1 64"): the report ($OUT/stalls_B<B>.ncu-rep),
+#             the warp-state and source-counter sections as text, and per-SASS-line samples (CSV)
 #   ingest    sieve ingest --data-dir of 1M x 768 float32 (.fbin from sieve-datagen), twice, each
 #             after a dd of 3 GB with conv=fsync on the same disk
 #   torch     PyTorch matmul + topk baseline ($TORCH_ARGS)
@@ -83,6 +86,21 @@ for stage in "$@"; do
       bp=$!; sleep 2
       nvidia-smi --query-gpu=clocks.sm,clocks.mem,power.draw,temperature.gpu --format=csv -lms 250 -c 8 2>&1 | tail -9
       kill $bp 2>/dev/null; wait $bp 2>/dev/null ;;
+    stalls)
+      NCU=$(command -v ncu || ls /usr/local/cuda*/bin/ncu 2>/dev/null | head -1)
+      [ -n "$NCU" ] || { echo "ncu: none"; status=1; continue; }
+      for b in ${STALL_BATCHES:-1 64}; do
+        # launches alternate sample / gate scans: the sixth is the third call's gate scan
+        timeout 300 "$NCU" --set full --import-source yes --kernel-name regex:scan_wgmma \
+          --launch-skip 5 --launch-count 1 --clock-control none -f -o "$OUT/stalls_B$b" \
+          "$B/bench/sieve-bench" knn --n 5m --batch "$b" --k 128 --repeat 3 --warmup 1 \
+          --no-materialized > "$OUT/stalls_B${b}_run.log" 2>&1 || status=1
+        "$NCU" -i "$OUT/stalls_B$b.ncu-rep" --page details --section WarpStateStats \
+          --section SourceCounters > "$OUT/stalls_B$b.txt" 2>&1 || status=1
+        "$NCU" -i "$OUT/stalls_B$b.ncu-rep" --page source --csv --print-source sass \
+          > "$OUT/stalls_B${b}_sass.csv" 2>&1 || echo "per-line export failed (see the file)"
+        echo "--- B=$b"; grep -iE "Stall|Warp Cycles|Duration" "$OUT/stalls_B$b.txt" | head -20
+      done ;;
     ingest)
       d=$(mktemp -d /tmp/sieve-ingest.XXXXXX)
       "$B/datasets/sieve-datagen" --kind gaussian --count 1000000 --dim 768 --out "$d/x.fbin" > /dev/null 2>&1 || status=1
