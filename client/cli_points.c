@@ -381,6 +381,42 @@ int cli_cmd_get(int argc, char **argv) {
 
 /* ---------------------------------------------------------------- delete, count */
 
+/* The options of the commands that take --collection (required) and --filter beside the
+ * common ones. Returns CLI_OK with *coll (and *filter, or NULL) set, CLI_USAGE after a
+ * usage error, or CLI_OK with *helped = 1 once help went to stdout. */
+static int parse_coll_filter(const char *cmd, int argc, char **argv, void (*help)(FILE *),
+                             cli_common *cc, const char **coll, const char **filter,
+                             int *helped) {
+    static const struct option lo[] = {{"collection", required_argument, NULL, OPT_COLLECTION},
+                                       {"filter", required_argument, NULL, OPT_FILTER},
+                                       CLI_COMMON_LONGOPTS,
+                                       {NULL, 0, NULL, 0}};
+    cli_common_init(cc);
+    *coll = *filter = NULL;
+    *helped = 0;
+    int o;
+    opterr = 0;
+    optind = 1;
+    while ((o = getopt_long(argc, argv, ":hc:", lo, NULL)) != -1) {
+        int r = cli_common_opt(cc, o, optarg, cmd);
+        if (r < 0) return CLI_USAGE;
+        if (r) continue;
+        switch (o) {
+        case 'h':
+        case CLI_OPT_HELP:
+            help(stdout);
+            *helped = 1;
+            return CLI_OK;
+        case 'c':
+        case OPT_COLLECTION: *coll = optarg; break;
+        case OPT_FILTER: *filter = optarg; break;
+        default: return cli_bad_option(cmd, o, argv);
+        }
+    }
+    if (!*coll) return cli_usage_error(cmd, "--collection NAME is required");
+    return CLI_OK;
+}
+
 static void help_delete(FILE *f) {
     fprintf(f, "usage: sieve delete --collection NAME ID...\n"
                "       sieve delete --collection NAME --filter JSON\n"
@@ -397,30 +433,10 @@ static void help_delete(FILE *f) {
 
 int cli_cmd_delete(int argc, char **argv) {
     const char *cmd = "delete";
-    static const struct option lo[] = {{"collection", required_argument, NULL, OPT_COLLECTION},
-                                       {"filter", required_argument, NULL, OPT_FILTER},
-                                       CLI_COMMON_LONGOPTS,
-                                       {NULL, 0, NULL, 0}};
     cli_common cc;
-    cli_common_init(&cc);
-    const char *coll = NULL, *filter = NULL;
-    int o;
-    opterr = 0;
-    optind = 1;
-    while ((o = getopt_long(argc, argv, ":hc:", lo, NULL)) != -1) {
-        int r = cli_common_opt(&cc, o, optarg, cmd);
-        if (r < 0) return CLI_USAGE;
-        if (r) continue;
-        switch (o) {
-        case 'h':
-        case CLI_OPT_HELP: help_delete(stdout); return CLI_OK;
-        case 'c':
-        case OPT_COLLECTION: coll = optarg; break;
-        case OPT_FILTER: filter = optarg; break;
-        default: return cli_bad_option(cmd, o, argv);
-        }
-    }
-    if (!coll) return cli_usage_error(cmd, "--collection NAME is required");
+    const char *coll, *filter;
+    int helped, st = parse_coll_filter(cmd, argc, argv, help_delete, &cc, &coll, &filter, &helped);
+    if (st || helped) return st;
     if (filter && optind < argc) return cli_usage_error(cmd, "give ids or --filter, not both");
     if (!filter && optind >= argc) return cli_usage_error(cmd, "which ids? give ids or --filter");
     sieve_client_id *ids = NULL;
@@ -455,30 +471,10 @@ static void help_count(FILE *f) {
 
 int cli_cmd_count(int argc, char **argv) {
     const char *cmd = "count";
-    static const struct option lo[] = {{"collection", required_argument, NULL, OPT_COLLECTION},
-                                       {"filter", required_argument, NULL, OPT_FILTER},
-                                       CLI_COMMON_LONGOPTS,
-                                       {NULL, 0, NULL, 0}};
     cli_common cc;
-    cli_common_init(&cc);
-    const char *coll = NULL, *filter = NULL;
-    int o;
-    opterr = 0;
-    optind = 1;
-    while ((o = getopt_long(argc, argv, ":hc:", lo, NULL)) != -1) {
-        int r = cli_common_opt(&cc, o, optarg, cmd);
-        if (r < 0) return CLI_USAGE;
-        if (r) continue;
-        switch (o) {
-        case 'h':
-        case CLI_OPT_HELP: help_count(stdout); return CLI_OK;
-        case 'c':
-        case OPT_COLLECTION: coll = optarg; break;
-        case OPT_FILTER: filter = optarg; break;
-        default: return cli_bad_option(cmd, o, argv);
-        }
-    }
-    if (!coll) return cli_usage_error(cmd, "--collection NAME is required");
+    const char *coll, *filter;
+    int helped, st = parse_coll_filter(cmd, argc, argv, help_count, &cc, &coll, &filter, &helped);
+    if (st || helped) return st;
     if (optind < argc) return cli_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
     sieve_client *cl = cli_client_open(&cc, cmd);
     if (!cl) return CLI_FAIL;

@@ -619,6 +619,21 @@ static int parse_points(parser *ps, uint32_t dim, sieve__upsert *u) {
     return r < 0 ? -1 : 0;
 }
 
+/* The opening of batch column `name` (key bit `bit`): 1 when an array follows (its
+ * elements are the caller's), 0 after a null, -1 on a duplicate key or another value,
+ * reported as "batch.NAME: expected EXPECTED, got KIND" (an object reads as obj_kind when
+ * that is given). */
+static int batch_column(parser *ps, unsigned *seen, unsigned bit, const char *name,
+                        const char *expected, const char *obj_kind) {
+    if (dup_key(ps, seen, bit)) return -1;
+    int c = peek(ps);
+    if (c == 'n') return literal(ps, "null") ? -1 : 0;
+    if (c == '[') return 1;
+    const char *k = c == '{' && obj_kind ? obj_kind : kind_here(ps);
+    if (skip_value(ps, 1)) return -1;
+    return ferr(ps, "batch.%s: expected %s, got %s", name, expected, k);
+}
+
 /* {"ids": [...], "vectors": [[...]], "payloads": [...]} in any key order. */
 static int parse_batch(parser *ps, uint32_t dim, sieve__upsert *u) {
     if (peek(ps) != '{') {
@@ -633,18 +648,11 @@ static int parse_batch(parser *ps, uint32_t dim, sieve__upsert *u) {
     unsigned seen = 0;
     char key[64], f[64];
     while ((r = next_member(ps, &first, key, sizeof key)) == 1) {
-        int c = peek(ps);
         if (!strcmp(key, "ids")) {
-            if (dup_key(ps, &seen, 1)) return -1;
-            if (c == 'n') {
-                if (literal(ps, "null")) return -1;
+            int b = batch_column(ps, &seen, 1, "ids", "an array of point ids", NULL);
+            if (b <= 0) {
+                if (b < 0) return -1;
                 continue;
-            }
-            if (c != '[') {
-                const char *k = kind_here(ps);
-                if (skip_value(ps, 1)) return -1;
-                return ferr(ps, "batch.ids: expected an array of point ids, got "
-                                               "%s", k);
             }
             int ef = 1, er;
             while ((er = next_element(ps, &ef)) == 1) {
@@ -656,17 +664,11 @@ static int parse_batch(parser *ps, uint32_t dim, sieve__upsert *u) {
             if (er < 0) return -1;
             has_ids = 1;
         } else if (!strcmp(key, "vectors")) {
-            if (dup_key(ps, &seen, 2)) return -1;
-            if (c == 'n') {
-                if (literal(ps, "null")) return -1;
+            int b = batch_column(ps, &seen, 2, "vectors", "an array of vectors",
+                                 "an object (named vectors are not supported)");
+            if (b <= 0) {
+                if (b < 0) return -1;
                 continue;
-            }
-            if (c != '[') {
-                const char *k = c == '{' ? "an object (named vectors are not supported)"
-                                         : kind_here(ps);
-                if (skip_value(ps, 1)) return -1;
-                return ferr(ps, "batch.vectors: expected an array of vectors, "
-                                               "got %s", k);
             }
             int ef = 1, er;
             while ((er = next_element(ps, &ef)) == 1) {
@@ -678,16 +680,10 @@ static int parse_batch(parser *ps, uint32_t dim, sieve__upsert *u) {
             if (er < 0) return -1;
             has_vecs = 1;
         } else if (!strcmp(key, "payloads")) {
-            if (dup_key(ps, &seen, 4)) return -1;
-            if (c == 'n') {
-                if (literal(ps, "null")) return -1;
+            int b = batch_column(ps, &seen, 4, "payloads", "an array of objects", NULL);
+            if (b <= 0) {
+                if (b < 0) return -1;
                 continue;
-            }
-            if (c != '[') {
-                const char *k = kind_here(ps);
-                if (skip_value(ps, 1)) return -1;
-                return ferr(ps, "batch.payloads: expected an array of objects, "
-                                               "got %s", k);
             }
             int ef = 1, er;
             while ((er = next_element(ps, &ef)) == 1) {
