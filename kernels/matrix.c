@@ -81,6 +81,8 @@ int sieve_dev_matrix_create(sieve_device *dev, sieve_dtype dtype, uint64_t n_row
     dm->view.rows_per_page = rows_per_page;
     dm->view.pages = (const void *const *)dm->pages_dev;
     dm->view.norm_pages = (const float *const *)dm->norms_dev;
+    dm->view.page_base = dm->rows;
+    dm->view.page_stride = (uint64_t)rows_per_page * dim * sieve_dtype_size(dtype);
     *out = dm;
     return 0;
 }

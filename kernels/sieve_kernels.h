@@ -204,6 +204,12 @@ typedef struct sieve_matrix {
                                         required for Euclid, ignored otherwise */
     const uint64_t *deleted;         /* optional: bit r set = row r is not a candidate */
     const uint64_t *allowed;         /* optional: bit r clear = row r is not a candidate */
+    /* Optional, a promise about the pages: when page_base is not NULL, page p starts at
+     * page_base + p * page_stride bytes for every p (pages evenly spaced in one allocation).
+     * The CUDA backend then reads rows with the tensor memory accelerator (one descriptor
+     * for the whole matrix). NULL: pages may lie anywhere. */
+    const void *page_base;
+    uint64_t page_stride;
 } sieve_matrix;
 
 /* A matrix whose memory the kernel module owns on one device: rows_per_page-row pages laid

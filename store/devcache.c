@@ -529,7 +529,8 @@ static int stream_locked(sieve_devcache_lane *l, sieve_snapshot *snap, const uin
         }
         if (!rc && allowed) rc = sieve_device_upload(dev, alw, allowed + rows0 / 64, words * 8);
         sieve_matrix cm = {m->dtype, m->dim, nrows, rpp, (const void *const *)ptab,
-                           (const float *const *)ntab, del, allowed ? alw : NULL};
+                           (const float *const *)ntab, del, allowed ? alw : NULL,
+                           dc->stream_dev[cur], slot};
         cp.k = k <= nrows ? k : (uint32_t)nrows;
         if (!rc) rc = sieve_knn(dev, &cm, queries, nq, &cp, NULL, 0, crows, ckeys, ccnt, NULL, &st);
         if (have_thread) {
@@ -636,7 +637,7 @@ int sieve_devcache_lane_knn(sieve_devcache_lane *l, sieve_snapshot *snap,
     if (!rc) {
         sieve_matrix m = {e->dtype, e->dim, info->rows, e->rpp, (const void *const *)e->ptab,
                           (const float *const *)e->ntab, e->deleted,
-                          allowed ? l->allowed : NULL};
+                          allowed ? l->allowed : NULL, e->base, e->slot_bytes};
         rc = sieve_knn(l->dev, &m, queries, n_queries, p, NULL, 0, out_rows, out_scores,
                        out_counts, NULL, stats);
         /* on failure work may still be queued on this lane's stream: let it drain before

@@ -18,6 +18,9 @@ struct sieve__cuda_ctx {
     size_t work_bytes;
     void *pinned;
     size_t pinned_bytes;
+    /* the driver's cuTensorMapEncodeTiled (found through the runtime at open; NULL where the
+     * driver lacks it: the scan then uses no tensor-memory-access loads) */
+    void *encode_tiled;
 };
 
 /* Releases the context's workspaces. */

@@ -28,6 +28,13 @@ extern "C" int sieve__cuda_open(int ordinal, void **out) {
         free(c);
         return SIEVE_EDEVICE;
     }
+    cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
+    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &c->encode_tiled, 12000,
+                                         cudaEnableDefault, &found) != cudaSuccess ||
+        found != cudaDriverEntryPointSuccess) {
+        cudaGetLastError();
+        c->encode_tiled = NULL;
+    }
     *out = c;
     return 0;
 }

@@ -24,6 +24,7 @@
 
 #include <atomic>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 #include "cuda_common.cuh"
@@ -369,17 +370,85 @@ int launch_wg(const sieve__cuda_ctx *c, cudaStream_t s, const ScanParams &p, uin
     return 0;
 }
 
+/* cuTensorMapEncodeTiled's signature (the driver's, reached through the runtime). */
+typedef CUresult (*EncodeTiledFn)(CUtensorMap *, CUtensorMapDataType, cuuint32_t, void *,
+                                  const cuuint64_t *, const cuuint64_t *, const cuuint32_t *,
+                                  const cuuint32_t *, CUtensorMapInterleave, CUtensorMapSwizzle,
+                                  CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
+
+/* Whether scan_tma_kernel can read this matrix and query buffer with BR-row tiles: evenly
+ * spaced pages, 16-byte strides and bases, tiles that never straddle a page boundary
+ * unevenly (rows per page a multiple of BR, or BR a multiple of it). */
+bool tma_ok(const sieve__cuda_ctx *c, const ScanParams &p, uint32_t BR) {
+    return c && c->encode_tiled && p.page_base && p.dim % 8 == 0 && p.page_stride % 16 == 0 &&
+           (uintptr_t)p.page_base % 16 == 0 && (uintptr_t)p.q % 16 == 0 &&
+           (p.rpp % BR == 0 || BR % p.rpp == 0) && p.page_stride >= (uint64_t)p.rpp * p.dim * 2;
+}
+
+template <typename T, int BQ, int BR, int ST>
+int launch_tma(const sieve__cuda_ctx *c, cudaStream_t s, const ScanParams &p, uint32_t L) {
+    using Sm = TmaSmem<BQ, BR, ST>;
+    ScanParams q = p;
+    q.nqt = (p.nq + BQ - 1) / BQ;
+    const uint64_t tiles = (uint64_t)((L + BR - 1) / BR) * q.nqt;
+    if (tiles == 0) return 0;
+    if (tiles >= 0xffffffffull || !p.tile_ctr || !p.tile_log) return SIEVE_EINVAL;
+    const CUtensorMapDataType dt = std::is_same<T, __half>::value
+                                       ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16
+                                       : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
+    EncodeTiledFn enc = (EncodeTiledFn)c->encode_tiled;
+    /* a row tile lies within one page, or covers whole pages */
+    const cuuint32_t boxr = BR < p.rpp ? BR : p.rpp;
+    const cuuint64_t rdim[3] = {p.dim, p.rpp, (L + p.rpp - 1) / p.rpp};
+    const cuuint64_t rstride[2] = {(cuuint64_t)p.dim * 2, p.page_stride};
+    const cuuint32_t rbox[3] = {64, boxr, BR / boxr};
+    const cuuint32_t ones[3] = {1, 1, 1};
+    const cuuint64_t qdim[2] = {p.dpad, p.nq};
+    const cuuint64_t qstride[1] = {(cuuint64_t)p.dpad * 2};
+    const cuuint32_t qbox[2] = {64, BQ};
+    CUtensorMap rows_map, q_map;
+    CUresult r1 = enc(&rows_map, dt, 3, (void *)p.page_base, rdim, rstride, rbox, ones,
+                      CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                      CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    CUresult r2 = enc(&q_map, dt, 2, (void *)p.q, qdim, qstride, qbox, ones,
+                      CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                      CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    if (r1 != CUDA_SUCCESS || r2 != CUDA_SUCCESS) {
+        fprintf(stderr, "sieve: cuTensorMapEncodeTiled failed (%d, %d)\n", (int)r1, (int)r2);
+        return SIEVE_EDEVICE;
+    }
+    auto kern = scan_tma_kernel<T, BQ, BR, ST>;
+    const size_t smem = Sm::bytes;
+    SIEVE_CUDA_TRY(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                        (int)smem));
+    SIEVE_CUDA_TRY(cudaMemsetAsync(p.tile_ctr, 0, sizeof(uint32_t), s));
+    uint64_t grid = (uint64_t)c->prop.multiProcessorCount; /* one CTA per SM */
+    if (grid > tiles) grid = tiles;
+    if (grid > (uint64_t)TLOG_CTAS) grid = TLOG_CTAS;
+    kern<<<(unsigned)grid, 384, smem, s>>>(q, rows_map, q_map);
+    SIEVE_CUDA_LAUNCH_CHECK();
+    return 0;
+}
+
 /* The scan variant for a search: "mma" (mma.sync, any sm_80+ GPU, any row alignment) or a
- * wgmma one (sm_90 only, 16-byte rows): "wg64x128" (64 queries x 128 rows, two CTAs per SM)
- * and "wg128x128s3" (128 x 128, three stages, two CTAs per SM) stage admissions per tile in
- * shared memory; their "-direct" forms admit each key from the epilogue as it passes.
- * Defaults, from the H200 measurements in bench/KERNEL_NOTES.md (v8): up to 64 queries
- * wg64x128; above, wg128x128s3 for k > 1024 and wg128x128s3-direct otherwise (with one
- * chunk in flight, the 3-stage tile feels the flush more than it gains when few keys pass).
+ * wgmma one (sm_90 only, 16-byte rows). cp.async tiles, two CTAs per SM: "wg64x128" (64
+ * queries x 128 rows) and "wg128x128s3" (128 x 128, three stages) stage admissions per tile
+ * in shared memory; their "-direct" forms admit each key from the epilogue as it passes.
+ * TMA-fed warp-specialised tiles, one CTA per SM, direct admissions: "tma64x256",
+ * "tma64x128" (64 queries; above 64 both use "tma128x256"), "tma128x256"; they need evenly
+ * spaced pages (sieve_matrix.page_base) and fall back to the cp.async tiles otherwise and
+ * for the sample and materialized modes.
+ * Defaults, from the H200 measurements in bench/KERNEL_NOTES.md (v10): k > 1024 with more
+ * than 8 queries (many admissions: the staged epilogue wins) wg64x128 up to 64 queries and
+ * wg128x128s3 above; otherwise tma64x256 up to 16 queries, tma64x128 up to 64 and
+ * tma128x256 above.
  * SIEVE_CUDA_SCAN overrides the choice for benchmarks and tests; every
  * mode of one search uses the same variant, and every variant computes each key the same
  * way (the GPU tests check the keys are bit-identical across variants). */
-enum ScanVariant { SV_MMA, SV_WG64x128, SV_WG128x128S3, SV_WG64x128D, SV_WG128x128S3D };
+enum ScanVariant {
+    SV_MMA, SV_WG64x128, SV_WG128x128S3, SV_WG64x128D, SV_WG128x128S3D,
+    SV_TMA64x256, SV_TMA128x256, SV_TMA64x128
+};
 
 ScanVariant scan_variant(const sieve__cuda_ctx *c, uint32_t nq, uint32_t k, bool vec) {
     bool hopper = c && c->prop.major == 9 && c->prop.minor == 0;
@@ -391,9 +460,13 @@ ScanVariant scan_variant(const sieve__cuda_ctx *c, uint32_t nq, uint32_t k, bool
         if (!strcmp(e, "wg128x128s3")) return SV_WG128x128S3;
         if (!strcmp(e, "wg64x128-direct")) return nq <= 64 ? SV_WG64x128D : SV_WG128x128S3D;
         if (!strcmp(e, "wg128x128s3-direct")) return SV_WG128x128S3D;
+        if (!strcmp(e, "tma64x256")) return nq <= 64 ? SV_TMA64x256 : SV_TMA128x256;
+        if (!strcmp(e, "tma64x128")) return nq <= 64 ? SV_TMA64x128 : SV_TMA128x256;
+        if (!strcmp(e, "tma128x256")) return SV_TMA128x256;
     }
-    if (nq <= 64) return SV_WG64x128;
-    return k > 1024 ? SV_WG128x128S3 : SV_WG128x128S3D;
+    if (k > 1024 && nq > 8) return nq <= 64 ? SV_WG64x128 : SV_WG128x128S3;
+    if (nq <= 16) return SV_TMA64x256;
+    return nq <= 64 ? SV_TMA64x128 : SV_TMA128x256;
 }
 
 template <int MODE, typename T>
@@ -401,12 +474,25 @@ int launch_scan_t(const sieve__cuda_ctx *c, cudaStream_t s, const ScanParams &p,
                   bool vec) {
     /* staging applies to the GATE mode only: the other modes share one instance */
     constexpr bool G = MODE == MODE_GATE;
-    switch (scan_variant(c, p.nq, p.k, vec)) {
+    ScanVariant v = scan_variant(c, p.nq, p.k, vec);
+    if (v >= SV_TMA64x256) {
+        const uint32_t br = v == SV_TMA64x128 ? 128 : 256;
+        if (G && tma_ok(c, p, br)) {
+            if (v == SV_TMA64x256) return launch_tma<T, 64, 256, 5>(c, s, p, L);
+            if (v == SV_TMA64x128) return launch_tma<T, 64, 128, 8>(c, s, p, L);
+            return launch_tma<T, 128, 256, 4>(c, s, p, L);
+        }
+        /* the sample and materialized modes, and matrices the TMA cannot address, use the
+           cp.async tiles (every variant computes each key the same way) */
+        v = p.nq <= 64 ? SV_WG64x128 : SV_WG128x128S3D;
+    }
+    switch (v) {
     case SV_WG64x128: return launch_wg<T, 64, 128, 4, MODE, G>(c, s, p, L);
     case SV_WG128x128S3: return launch_wg<T, 128, 128, 3, MODE, G>(c, s, p, L);
     case SV_WG64x128D: return launch_wg<T, 64, 128, 4, MODE, false>(c, s, p, L);
     case SV_WG128x128S3D: return launch_wg<T, 128, 128, 3, MODE, false>(c, s, p, L);
-    case SV_MMA: break;
+    case SV_MMA:
+    default: break;
     }
     /* mma.sync tiles measured on the H200 (bench/KERNEL_NOTES.md): one 128-row tile per
        CTA, two CTAs per SM, beat persistent variants and 256 x 128 tiles. */
@@ -443,7 +529,7 @@ struct Plan {
 
 struct Layout {
     size_t qf32, qprep, qsub, qn2, qn2sub, sample, thr, thr2, hi, edges, binw, hist, cnt, cand,
-        sorted, segb, sege, topm, use, idx, lo, outrows, outscores, outcounts, misc, cub, fullA, fullB,
+        sorted, segb, sege, topm, use, idx, lo, outrows, outscores, outcounts, misc, tlog, cub, fullA, fullB,
         fullcub, total;
     size_t cub_bytes, fullcub_bytes;
 };
@@ -533,6 +619,7 @@ int make_layout(const Plan &pl, uint64_t n_rows, bool full_only, Layout *L) {
         L->segb = take((size_t)nq * 8);
         L->sege = take((size_t)nq * 8);
         L->topm = take((size_t)nq * 4);
+        L->tlog = take((size_t)TLOG_CTAS * TLOG_RING * 4);
         size_t cb = 0;
         if (cub::DeviceSegmentedSort::SortKeys((void *)nullptr, cb, (const uint64_t *)nullptr,
                                                (uint64_t *)nullptr, (int64_t)nq * pl.cap,
@@ -870,6 +957,8 @@ int setup(Search &S, void *ctx, const sieve_matrix *m, uint32_t nq, const sieve_
     S.sp.n_rows = (uint32_t)m->n_rows;
     S.sp.metric = (int)p->metric;
     S.sp.k = p->k;
+    S.sp.page_base = m->page_base;
+    S.sp.page_stride = m->page_stride;
     SIEVE_CUDA_TRY(cudaSetDevice(S.c->ordinal));
     if (m->rows_per_page % 128) return SIEVE_EINVAL;
     return 0;
@@ -974,6 +1063,8 @@ extern "C" int sieve__cuda_knn(void *ctx, const sieve_matrix *m, const float *qu
         sp.binw = S.at<float>(S.L.binw);
         sp.hist = S.at<uint32_t>(S.L.hist);
         sp.cnt = S.at<uint32_t>(S.L.cnt);
+        sp.tile_ctr = S.at<uint32_t>(S.L.misc + 32);
+        sp.tile_log = S.at<uint32_t>(S.L.tlog);
         sp.cand = S.at<uint64_t>(S.L.cand);
         sp.cap = pl.cap;
         sp.tighten = (p->flags & SIEVE_SEARCH_NO_TIGHTEN) ? 0 : 1;

@@ -15,6 +15,7 @@
 #ifndef SIEVE_CUDA_SCAN_CUH
 #define SIEVE_CUDA_SCAN_CUH
 
+#include <cuda.h> /* CUtensorMap (types only: the driver is reached through the runtime) */
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <stdint.h>
@@ -28,6 +29,8 @@ constexpr int MODE_GATE = 0;
 constexpr int MODE_SAMPLE = 1;
 constexpr int MODE_MAT = 2;
 constexpr uint64_t EMPTY_SLOT = ~0ull; /* sorts after every real (key,row) */
+constexpr int TLOG_CTAS = 1024;     /* TMA scan: most CTAs a launch may have */
+constexpr int TLOG_RING = 16;       /* TMA scan: tiles a CTA's producer may run ahead (> STAGES) */
 
 /* Order-preserving map float -> uint32 (larger float, larger uint). */
 __host__ __device__ inline uint32_t ord_of_bits(uint32_t u) {
@@ -73,6 +76,11 @@ struct ScanParams {
     /* MODE_MAT */
     uint64_t *mat;              /* [nq][mat_ld] */
     uint64_t mat_ld;
+    uint32_t *tile_ctr;         /* TMA GATE scan: the next tile to claim (zeroed per launch) */
+    uint32_t *tile_log;         /* TMA GATE scan: [TLOG_CTAS][TLOG_RING] tiles each CTA took */
+    /* host side only (the TMA launcher's row map): sieve_matrix.page_base / page_stride */
+    const void *page_base;
+    uint64_t page_stride;
 };
 
 /* Lower edge of bin b of a table over [lo, lo + NBINS w): one rounding, the same wherever
@@ -676,6 +684,275 @@ scan_wgmma_kernel(ScanParams p) {
     cp_async_wait<0>();
 #else
     (void)p;
+    __trap();
+#endif
+}
+
+/* ------------------------------------------------------------------ TMA-fed, warp-specialised gate scan */
+
+/* mbarrier and tensor-memory-access (TMA) primitives, sm_90. */
+__device__ inline uint32_t smem_u32(const void *p) {
+    return (uint32_t)__cvta_generic_to_shared(p);
+}
+__device__ inline void mbar_init(uint64_t *b, uint32_t count) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_u32(b)), "r"(count)
+                 : "memory");
+}
+/* The arrival of the thread that issues a stage's loads, announcing their byte count. */
+__device__ inline void mbar_arrive_tx(uint64_t *b, uint32_t bytes) {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem_u32(b)),
+                 "r"(bytes)
+                 : "memory");
+}
+__device__ inline void mbar_arrive(uint64_t *b) {
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(smem_u32(b)) : "memory");
+}
+/* Waits until the barrier's phase of the given parity has completed. */
+__device__ inline void mbar_wait(uint64_t *b, uint32_t parity) {
+    uint32_t done;
+    do {
+        asm volatile("{\n .reg .pred p;\n"
+                     " mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+                     " selp.u32 %0, 1, 0, p;\n}\n"
+                     : "=r"(done)
+                     : "r"(smem_u32(b)), "r"(parity)
+                     : "memory");
+    } while (!done);
+}
+__device__ inline void tma_load_2d(void *dst, const CUtensorMap *map, int c0, int c1,
+                                   uint64_t *bar) {
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
+                 " [%0], [%1, {%2, %3}], [%4];\n" ::"r"(smem_u32(dst)),
+                 "l"((uint64_t)map), "r"(c0), "r"(c1), "r"(smem_u32(bar))
+                 : "memory");
+}
+__device__ inline void tma_load_3d(void *dst, const CUtensorMap *map, int c0, int c1, int c2,
+                                   uint64_t *bar) {
+    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes"
+                 " [%0], [%1, {%2, %3, %4}], [%5];\n" ::"r"(smem_u32(dst)),
+                 "l"((uint64_t)map), "r"(c0), "r"(c1), "r"(c2), "r"(smem_u32(bar))
+                 : "memory");
+}
+/* Synchronises the n threads that use named barrier id (ids 1..15; 0 is __syncthreads). */
+__device__ inline void named_bar_sync(int id, int n) {
+    asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(n) : "memory");
+}
+
+/* Shared memory of scan_tma_kernel: STAGES slots of (query chunk, row chunk). */
+template <int BQ, int BR, int STAGES>
+struct TmaSmem {
+    static constexpr int KC = 64;
+    static constexpr uint32_t q_bytes = BQ * KC * 2;
+    static constexpr uint32_t r_bytes = BR * KC * 2;
+    static constexpr uint32_t stage_bytes = q_bytes + r_bytes;
+    static constexpr size_t bytes = (size_t)STAGES * stage_bytes + 1024; /* + alignment slack */
+};
+
+/* Admits a key of row li (launch query q) that passed the gate, if the row exists and is
+ * eligible (the TMA scan reads past the last row as zeros and has no row table). */
+__device__ __noinline__ void admit_row(const ScanParams &p, uint32_t li, uint32_t q, float key) {
+    if (li >= p.n_rows) return;
+    if (p.deleted && ((p.deleted[li >> 6] >> (li & 63)) & 1ull)) return;
+    if (p.allowed && !((p.allowed[li >> 6] >> (li & 63)) & 1ull)) return;
+    admit(p, li, q, key);
+}
+
+/* The TMA scan's gate (GATE epilogue) for one tile: per query row of the thread, the
+ * largest of its keys first (one compare against the boundary; in most tiles nothing
+ * passes and that is all), then, only if it passes, each key. Measured on the H200 (v10):
+ * the per-key form spent about a quarter of the scan's warp samples here at B = 1024 while
+ * the tensor cores idled. Accumulator 4n + 2h + j: query qo + 16 wq + g + 8h, row
+ * ro + 8n + 2 tq + j. */
+template <int WN, bool EUCLID>
+__device__ __forceinline__ void tma_epilogue(const ScanParams &p, const float *acc,
+                                             const float *thr_h, const float *rn, uint32_t row0,
+                                             uint32_t q0, int qo, int ro, int wq, int g, int tq) {
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+        const int ql = qo + wq * 16 + g + 8 * h;
+        if (q0 + ql >= p.nq) continue;
+        const float thr = thr_h[h];
+        /* keys as the admission computes them; NaN (rows past the end may hold anything)
+           never wins fmaxf and never passes the gate */
+        float m = -__int_as_float(0x7f800000);
+#pragma unroll
+        for (int n = 0; n < WN / 8; n++)
+#pragma unroll
+            for (int j = 0; j < 2; j++) {
+                const float dot = acc[n * 4 + h * 2 + j];
+                m = fmaxf(m, EUCLID ? 2.0f * dot - rn[ro + n * 8 + 2 * tq + j] : dot);
+            }
+        if (!(m >= thr)) continue;
+#pragma unroll
+        for (int n = 0; n < WN / 8; n++)
+#pragma unroll
+            for (int j = 0; j < 2; j++) {
+                const int rl = ro + n * 8 + 2 * tq + j;
+                /* + 0: see scan_wgmma_kernel (keys identical to the mma.sync loop) */
+                const float dot = acc[n * 4 + h * 2 + j] + 0.0f;
+                const float key = EUCLID ? 2.0f * dot - rn[rl] : dot;
+                if (!(key >= thr)) continue;
+                admit_row(p, row0 + rl, q0 + ql, key);
+            }
+    }
+}
+
+/* The GATE scan with the loads issued by the tensor memory accelerator. One CTA per SM,
+ * persistent over tiles of BQ queries x BR rows, claimed in order from a counter
+ * (p.tile_ctr, zeroed by the launcher: tile t is row tile t / nqt, query tile t % nqt) by
+ * the producer, which tells the consumers through p.tile_log (global memory, read after
+ * the slot's barrier: compute-sanitizer's racecheck does not follow mbarrier ordering of
+ * shared memory and reported a shared-memory hand-off as a race);
+ * three warpgroups: warpgroup 0 is the producer (one thread issues both
+ * TMA loads of each 64-wide K chunk into a ring of STAGES slots, waiting on the slot's
+ * "empty" barrier), warpgroups 1 and 2 consume (wait on the slot's "full" barrier, run the
+ * wgmma, release the slot when that wgmma has completed) and run the epilogue. The producer
+ * runs up to STAGES chunks ahead, across tiles, so the loads continue through the
+ * consumers' epilogue. Consumers split the tile like scan_wgmma_kernel: with BQ = 128 each
+ * owns 64 queries and all BR rows, with BQ = 64 the 64 queries and half the rows.
+ *
+ * Rows: a 3-D map {dim, rows in a page, pages} over evenly spaced pages (box {64, BOXR,
+ * BR / BOXR}, BOXR = min(BR, rows per page)); K past dim and rows past the map read as
+ * zeros. Queries: a 2-D map {dpad, padded queries}, box {64, BQ}. Both use the 128-byte
+ * swizzle, the layout sw128_desc describes. The per-element accumulation order is the one of
+ * scan_wgmma_kernel (same wgmma sequence), so keys are bit-identical to the other variants.
+ */
+template <typename T, int BQ, int BR, int STAGES>
+__global__ void __launch_bounds__(384, 1)
+scan_tma_kernel(ScanParams p, const __grid_constant__ CUtensorMap tm_rows,
+                const __grid_constant__ CUtensorMap tm_q) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    using S = TmaSmem<BQ, BR, STAGES>;
+    constexpr int KC = S::KC;
+    constexpr int WN = BQ == 128 ? BR : BR / 2; /* wgmma N */
+    constexpr int NACC = WN / 2;
+    static_assert(BQ == 64 || BQ == 128, "query tile");
+
+    extern __shared__ unsigned char smem_raw[];
+    uint32_t sbase = smem_u32(smem_raw);
+    unsigned char *sm = smem_raw + ((1024u - (sbase & 1023u)) & 1023u);
+    T *Qs = (T *)sm;                                  /* [STAGES][BQ][64] */
+    T *Rs = (T *)(sm + (size_t)STAGES * S::q_bytes);  /* [STAGES][BR][64] */
+    const int KT = p.dpad / KC;
+    __shared__ __align__(8) uint64_t full_bar[STAGES];
+    __shared__ __align__(8) uint64_t empty_bar[STAGES];
+    __shared__ float rnorm[2][BR]; /* Euclid: |x|^2 of the tile's rows, by tile parity */
+
+    const uint32_t L = p.n_rows;
+    const uint32_t ntiles = ((L + BR - 1) / BR) * p.nqt; /* the launcher checks it fits */
+
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < STAGES; s++) {
+            mbar_init(&full_bar[s], 1);  /* the producer's arrival (+ the bytes) */
+            mbar_init(&empty_bar[s], 8); /* one arrival per consumer warp */
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    }
+    __syncthreads();
+
+    const int wg = threadIdx.x / 128;
+    if (wg == 0) {
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n" ::: "memory");
+        if (threadIdx.x != 0) return;
+        /* tiles are taken from a counter, in order across the GPU, so the query tiles of a
+           row tile run at about the same time and its rows come from L2 after the first
+           read (a fixed stride per CTA let CTAs drift apart and re-read rows from DRAM).
+           The next tile is claimed a tile ahead, so the atomic's latency is hidden. */
+        uint32_t *log = p.tile_log + (size_t)blockIdx.x * TLOG_RING;
+        uint32_t cur = atomicAdd(p.tile_ctr, 1u), nxt = 0, j = 0;
+        int kt = 0;
+        for (uint32_t c = 0;; c++) {
+            const int s = (int)(c % STAGES);
+            mbar_wait(&empty_bar[s], ((c / STAGES) & 1u) ^ 1u);
+            if (kt == 0 && c > 0) cur = nxt;
+            /* the CTA's j-th tile, for the consumers, who read it once this slot is full
+               (the arrival orders the store; the producer is at most STAGES chunks, so
+               fewer than TLOG_RING tiles, ahead of the entry they read) */
+            if (kt == 0) __stcg(log + (j++ % TLOG_RING), cur);
+            if (cur >= ntiles) { /* no tile left: the consumers read the end in the log */
+                mbar_arrive(&full_bar[s]);
+                break;
+            }
+            const uint32_t row0 = (cur / p.nqt) * BR;
+            const uint32_t q0 = (cur % p.nqt) * BQ;
+            const int k0 = kt * KC;
+            mbar_arrive_tx(&full_bar[s], S::stage_bytes);
+            tma_load_2d(Qs + (size_t)s * BQ * KC, &tm_q, k0, (int)q0, &full_bar[s]);
+            tma_load_3d(Rs + (size_t)s * BR * KC, &tm_rows, k0, (int)(row0 % p.rpp),
+                        (int)(row0 / p.rpp), &full_bar[s]);
+            if (kt == 0) nxt = atomicAdd(p.tile_ctr, 1u);
+            if (++kt == KT) kt = 0;
+        }
+        return;
+    }
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n" ::: "memory");
+
+    const int cw = wg - 1;                        /* consumer warpgroup 0 or 1 */
+    const int ct = threadIdx.x - 128;             /* consumer thread 0..255 */
+    const int qo = BQ == 128 ? cw * 64 : 0;       /* this warpgroup's first query */
+    const int ro = BQ == 128 ? 0 : cw * (BR / 2); /* and first row */
+    const int lane = threadIdx.x % 32, wq = (threadIdx.x % 128) / 32;
+    const int g = lane / 4, tq = lane % 4;
+
+    float acc[NACC];
+#pragma unroll
+    for (int i = 0; i < NACC; i++) acc[i] = 0.f;
+
+    uint32_t c = 0;
+    for (uint32_t i = 0;; i++) {
+        /* the tile's first chunk (or the end marker) */
+        mbar_wait(&full_bar[c % STAGES], (c / STAGES) & 1u);
+        const uint32_t t = __ldcg(p.tile_log + (size_t)blockIdx.x * TLOG_RING + (i % TLOG_RING));
+        if (t >= ntiles) break;
+        const uint32_t row0 = (t / p.nqt) * BR;
+        const uint32_t q0 = (t % p.nqt) * BQ;
+        /* the boundaries the epilogue gates against, read at the tile's start (a boundary
+           only rises: an early value admits a superset and stays exact) */
+        float thr_h[2] = {0.f, 0.f};
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            const uint32_t qq = q0 + qo + wq * 16 + g + 8 * h;
+            if (qq < p.nq) thr_h[h] = float_of_ord(__ldcg(p.thr + slot_of(p, qq)));
+        }
+        for (int kt = 0; kt < KT; kt++, c++) {
+            const int s = (int)(c % STAGES);
+            if (kt > 0) mbar_wait(&full_bar[s], (c / STAGES) & 1u);
+            const T *qs = Qs + (size_t)s * BQ * KC + (size_t)qo * KC;
+            const T *rs = Rs + (size_t)s * BR * KC + (size_t)ro * KC;
+            wgmma_fence();
+#pragma unroll
+            for (int kk = 0; kk < KC; kk += 16)
+                WgmmaOp<T, WN>::run(acc, sw128_desc(qs + kk), sw128_desc(rs + kk), kt > 0 || kk > 0);
+            wgmma_commit();
+            if (kt == 0 && p.metric == 2) /* the epilogue's norms, while the tensor cores work */
+                for (int r = ct; r < BR; r += 256) {
+                    const uint32_t li = row0 + r;
+                    rnorm[i & 1][r] = li < L ? p.norm_pages[li / p.rpp][li % p.rpp] : 0.f;
+                }
+            wgmma_wait<1>();
+            /* the previous chunk's wgmma has completed: its slot may be refilled (the
+               warp's reads ordered before lane 0's arrival) */
+            if (kt > 0) {
+                __syncwarp();
+                if (lane == 0) mbar_arrive(&empty_bar[(c - 1) % STAGES]);
+            }
+        }
+        wgmma_wait<0>();
+        __syncwarp();
+        if (lane == 0) mbar_arrive(&empty_bar[(c - 1) % STAGES]);
+        /* the norm table of this tile is complete (both consumer warpgroups wrote it); the
+           table of tile i - 1 is no longer read (both passed its epilogue) */
+        if (p.metric == 2) named_bar_sync(1, 256);
+
+        if (p.metric == 2)
+            tma_epilogue<WN, true>(p, acc, thr_h, rnorm[i & 1], row0, q0, qo, ro, wq, g, tq);
+        else
+            tma_epilogue<WN, false>(p, acc, thr_h, rnorm[i & 1], row0, q0, qo, ro, wq, g, tq);
+    }
+#else
+    (void)p;
+    (void)tm_rows;
+    (void)tm_q;
     __trap();
 #endif
 }

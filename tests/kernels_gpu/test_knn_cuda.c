@@ -281,8 +281,9 @@ Test(knn_cuda, large_batches_and_k, .timeout = 1800) {
  * reference, for batches that use the 64-query and the 128-query tiles (two tiles, the second
  * partial) and row counts that are not a multiple of any row tile. Criterion runs each test
  * in its own process, so setting the variable here does not leak into other tests. */
-static const char *const VARIANTS[] = {"mma", "wg64x128", "wg128x128s3", "wg64x128-direct",
-                                       "wg128x128s3-direct"};
+static const char *const VARIANTS[] = {"mma",        "wg64x128",           "wg128x128s3",
+                                       "wg64x128-direct", "wg128x128s3-direct", "tma64x256",
+                                       "tma128x256", "tma64x128"};
 
 Test(knn_cuda, every_scan_variant_against_reference, .timeout = 1800) {
     SKIP_WITHOUT_GPU();
@@ -299,7 +300,7 @@ Test(knn_cuda, every_scan_variant_against_reference, .timeout = 1800) {
             run_case(&c);
             /* the best rows of half the queries sit in the last tiles: hundreds of keys pass
                the gate in one tile, more than a tile stages, so the direct admissions run */
-            gcase d = {SIEVE_DTYPE_F16, SIEVE_METRIC_DOT, SIEVE_PATTERN_SORTED_ASC, 100003, 768, 256, bs[bi], 1000, 1, 0, 0};
+            gcase d = {SIEVE_DTYPE_F16, SIEVE_METRIC_DOT, SIEVE_PATTERN_SORTED_ASC, 100003, 768, 512, bs[bi], 1000, 1, 0, 0};
             run_case(&d);
             /* forced overflow: every query's buffer fills, recovery from the histogram */
             gcase e = {SIEVE_DTYPE_BF16, SIEVE_METRIC_DOT, SIEVE_PATTERN_NORMAL, 50021, 256, 256, bs[bi], 100, 0, 2, 0};
@@ -353,6 +354,17 @@ Test(knn_cuda, scan_variants_give_identical_keys, .timeout = 900) {
             for (size_t i = 0; i < (size_t)B * k; i++)
                 cr_assert_eq(memcmp(&sc[i], &ref[i], 4), 0, "%s %s: key %zu %.9g vs mma %.9g",
                              sieve_dtype_name(dts[d]), VARIANTS[v], i, sc[i], ref[i]);
+            free(sc);
+        }
+        /* pages the TMA cannot address as one array (no page_base): the tma variants fall
+           back to the cp.async tiles, with the same keys */
+        sieve_matrix loose = *m;
+        loose.page_base = NULL;
+        loose.page_stride = 0;
+        for (size_t v = 5; v < sizeof VARIANTS / sizeof *VARIANTS; v++) {
+            float *sc = scores_with(VARIANTS[v], &loose, q, B, k, gpu);
+            for (size_t i = 0; i < (size_t)B * k; i++)
+                cr_assert_eq(memcmp(&sc[i], &ref[i], 4), 0, "%s without page_base: key %zu", VARIANTS[v], i);
             free(sc);
         }
         /* and a query's keys do not depend on the batch it is in: query 0 alone */
