@@ -65,7 +65,7 @@ for stage in "$@"; do
       "$B/bench/sieve-bench" knn $BENCH_ARGS --json "$OUT/knn.json" > "$OUT/bench.log" 2>&1 || status=1
       grep -vE "^#" "$OUT/bench.log" | cut -c1-150 ;;
     variants)
-      for v in ${VARIANTS:-mma wg64x128 wg128x128s3 wg64x128-direct wg128x128s3-direct}; do
+      for v in ${VARIANTS:-mma wg64x128 wg128x128s3 wg64x128-direct wg128x128s3-direct tma64x256 tma64x128 tma128x256}; do
         SIEVE_CUDA_SCAN=$v "$B/bench/sieve-bench" knn ${VARIANT_ARGS:---n 5m --batch 1,64,128,1024 --k 128 --repeat 10 --no-materialized} \
           --json "$OUT/variants.json" > "$OUT/variant_$v.log" 2>&1 || status=1
         echo "--- $v (B fused_ms sample/scan/select)"
@@ -74,7 +74,7 @@ for stage in "$@"; do
     profile)
       NCU=$(command -v ncu || ls /usr/local/cuda*/bin/ncu 2>/dev/null | head -1)
       echo "ncu: ${NCU:-none}"
-      for sh in ${PROFILE_SHAPES:-64:wg64x128 1024:wg128x128s3}; do
+      for sh in ${PROFILE_SHAPES:-64:tma64x128 1024:tma128x256}; do
         b=${sh%%:*}; v=${sh##*:}
         [ -n "$NCU" ] && SIEVE_CUDA_SCAN=$v timeout 200 "$NCU" --kernel-name regex:scan_ --launch-skip 5 --launch-count 1 --clock-control none \
           --section SpeedOfLight --section WarpStateStats --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis \
@@ -91,7 +91,7 @@ for stage in "$@"; do
       [ -n "$NCU" ] || { echo "ncu: none"; status=1; continue; }
       for b in ${STALL_BATCHES:-1 64}; do
         # launches alternate sample / gate scans: the sixth is the third call's gate scan
-        timeout 300 "$NCU" --set full --import-source yes --kernel-name regex:scan_wgmma \
+        timeout 300 "$NCU" --set full --import-source yes --kernel-name regex:"scan_(wgmma|tma)" \
           --launch-skip 5 --launch-count 1 --clock-control none -f -o "$OUT/stalls_B$b" \
           "$B/bench/sieve-bench" knn --n 5m --batch "$b" --k 128 --repeat 3 --warmup 1 \
           --no-materialized > "$OUT/stalls_B${b}_run.log" 2>&1 || status=1

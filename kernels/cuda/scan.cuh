@@ -800,9 +800,9 @@ __device__ __forceinline__ void tma_epilogue(const ScanParams &p, const float *a
 /* The GATE scan with the loads issued by the tensor memory accelerator. One CTA per SM,
  * persistent over tiles of BQ queries x BR rows, claimed in order from a counter
  * (p.tile_ctr, zeroed by the launcher: tile t is row tile t / nqt, query tile t % nqt) by
- * the producer, which tells the consumers through p.tile_log (global memory, read after
- * the slot's barrier: compute-sanitizer's racecheck does not follow mbarrier ordering of
- * shared memory and reported a shared-memory hand-off as a race);
+ * the producer, which tells the consumers through p.tile_log a tile ahead (global memory,
+ * read after a slot's barrier: compute-sanitizer's racecheck does not follow mbarrier
+ * ordering of shared memory and reported a shared-memory hand-off as a race);
  * three warpgroups: warpgroup 0 is the producer (one thread issues both
  * TMA loads of each 64-wide K chunk into a ring of STAGES slots, waiting on the slot's
  * "empty" barrier), warpgroups 1 and 2 consume (wait on the slot's "full" barrier, run the
@@ -812,8 +812,10 @@ __device__ __forceinline__ void tma_epilogue(const ScanParams &p, const float *a
  * owns 64 queries and all BR rows, with BQ = 64 the 64 queries and half the rows.
  *
  * Rows: a 3-D map {dim, rows in a page, pages} over evenly spaced pages (box {64, BOXR,
- * BR / BOXR}, BOXR = min(BR, rows per page)); K past dim and rows past the map read as
- * zeros. Queries: a 2-D map {dpad, padded queries}, box {64, BQ}. Both use the 128-byte
+ * BR / BOXR}, BOXR = min(BR, rows per page)); K past dim and pages past the last read as
+ * zeros, rows of the last page past n_rows as whatever the page holds (admit_row never
+ * admits them). Queries: a 2-D map {dpad, nq}, box {64, BQ} (rows past nq read as zeros).
+ * Both use the 128-byte
  * swizzle, the layout sw128_desc describes. The per-element accumulation order is the one of
  * scan_wgmma_kernel (same wgmma sequence), so keys are bit-identical to the other variants.
  */
@@ -858,21 +860,28 @@ scan_tma_kernel(ScanParams p, const __grid_constant__ CUtensorMap tm_rows,
            row tile run at about the same time and its rows come from L2 after the first
            read (a fixed stride per CTA let CTAs drift apart and re-read rows from DRAM).
            The next tile is claimed a tile ahead, so the atomic's latency is hidden. */
+        /* the CTA's tiles, for the consumers, in p.tile_log: tile 0 is stored before any
+           arrival; tile j + 1 just before the arrival of tile j's chunk KPUB, after which
+           the consumers read it (the arrival orders the store), so they know the next tile
+           a tile early and no tile start waits on memory. The producer runs at most
+           STAGES chunks, so fewer than TLOG_RING tiles, ahead of the entries read. */
         uint32_t *log = p.tile_log + (size_t)blockIdx.x * TLOG_RING;
+        const int kpub = KT > 1 ? 1 : 0;
         uint32_t cur = atomicAdd(p.tile_ctr, 1u), nxt = 0, j = 0;
+        __stcg(log, cur);
         int kt = 0;
         for (uint32_t c = 0;; c++) {
             const int s = (int)(c % STAGES);
             mbar_wait(&empty_bar[s], ((c / STAGES) & 1u) ^ 1u);
             if (kt == 0 && c > 0) cur = nxt;
-            /* the CTA's j-th tile, for the consumers, who read it once this slot is full
-               (the arrival orders the store; the producer is at most STAGES chunks, so
-               fewer than TLOG_RING tiles, ahead of the entry they read) */
-            if (kt == 0) __stcg(log + (j++ % TLOG_RING), cur);
-            if (cur >= ntiles) { /* no tile left: the consumers read the end in the log */
-                mbar_arrive(&full_bar[s]);
+            if (cur >= ntiles) {
+                /* no tile left; the consumers learnt it with the previous tile, or, when
+                   this CTA got no tile at all, learn it here */
+                if (j == 0) mbar_arrive(&full_bar[s]);
                 break;
             }
+            if (kt == 0) nxt = atomicAdd(p.tile_ctr, 1u);
+            if (kt == kpub) __stcg(log + ((j + 1) % TLOG_RING), nxt);
             const uint32_t row0 = (cur / p.nqt) * BR;
             const uint32_t q0 = (cur % p.nqt) * BQ;
             const int k0 = kt * KC;
@@ -880,8 +889,10 @@ scan_tma_kernel(ScanParams p, const __grid_constant__ CUtensorMap tm_rows,
             tma_load_2d(Qs + (size_t)s * BQ * KC, &tm_q, k0, (int)q0, &full_bar[s]);
             tma_load_3d(Rs + (size_t)s * BR * KC, &tm_rows, k0, (int)(row0 % p.rpp),
                         (int)(row0 / p.rpp), &full_bar[s]);
-            if (kt == 0) nxt = atomicAdd(p.tile_ctr, 1u);
-            if (++kt == KT) kt = 0;
+            if (++kt == KT) {
+                kt = 0;
+                j++;
+            }
         }
         return;
     }
@@ -898,12 +909,14 @@ scan_tma_kernel(ScanParams p, const __grid_constant__ CUtensorMap tm_rows,
 #pragma unroll
     for (int i = 0; i < NACC; i++) acc[i] = 0.f;
 
+    const uint32_t *log = p.tile_log + (size_t)blockIdx.x * TLOG_RING;
+    const int kpub = KT > 1 ? 1 : 0;
+    /* the first tile: stored before the first arrival (waiting again on a completed phase
+       returns at once) */
+    mbar_wait(&full_bar[0], 0);
+    uint32_t t = __ldcg(log);
     uint32_t c = 0;
-    for (uint32_t i = 0;; i++) {
-        /* the tile's first chunk (or the end marker) */
-        mbar_wait(&full_bar[c % STAGES], (c / STAGES) & 1u);
-        const uint32_t t = __ldcg(p.tile_log + (size_t)blockIdx.x * TLOG_RING + (i % TLOG_RING));
-        if (t >= ntiles) break;
+    for (uint32_t i = 0; t < ntiles; i++) {
         const uint32_t row0 = (t / p.nqt) * BR;
         const uint32_t q0 = (t % p.nqt) * BQ;
         /* the boundaries the epilogue gates against, read at the tile's start (a boundary
@@ -914,9 +927,11 @@ scan_tma_kernel(ScanParams p, const __grid_constant__ CUtensorMap tm_rows,
             const uint32_t qq = q0 + qo + wq * 16 + g + 8 * h;
             if (qq < p.nq) thr_h[h] = float_of_ord(__ldcg(p.thr + slot_of(p, qq)));
         }
+        uint32_t t_next = ntiles;
         for (int kt = 0; kt < KT; kt++, c++) {
             const int s = (int)(c % STAGES);
-            if (kt > 0) mbar_wait(&full_bar[s], (c / STAGES) & 1u);
+            mbar_wait(&full_bar[s], (c / STAGES) & 1u);
+            if (kt == kpub) t_next = __ldcg(log + ((i + 1) % TLOG_RING));
             const T *qs = Qs + (size_t)s * BQ * KC + (size_t)qo * KC;
             const T *rs = Rs + (size_t)s * BR * KC + (size_t)ro * KC;
             wgmma_fence();
@@ -948,6 +963,7 @@ scan_tma_kernel(ScanParams p, const __grid_constant__ CUtensorMap tm_rows,
             tma_epilogue<WN, true>(p, acc, thr_h, rnorm[i & 1], row0, q0, qo, ro, wq, g, tq);
         else
             tma_epilogue<WN, false>(p, acc, thr_h, rnorm[i & 1], row0, q0, qo, ro, wq, g, tq);
+        t = t_next;
     }
 #else
     (void)p;

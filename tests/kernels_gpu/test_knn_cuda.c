@@ -302,6 +302,10 @@ Test(knn_cuda, every_scan_variant_against_reference, .timeout = 1800) {
                the gate in one tile, more than a tile stages, so the direct admissions run */
             gcase d = {SIEVE_DTYPE_F16, SIEVE_METRIC_DOT, SIEVE_PATTERN_SORTED_ASC, 100003, 768, 512, bs[bi], 1000, 1, 0, 0};
             run_case(&d);
+            /* one 64-wide K chunk per tile (the TMA producer publishes the next tile with
+               the tile's only chunk) */
+            gcase f = {SIEVE_DTYPE_F16, SIEVE_METRIC_EUCLID, SIEVE_PATTERN_NORMAL, 9001, 64, 128, bs[bi], 50, 0, 0, 1};
+            run_case(&f);
             /* forced overflow: every query's buffer fills, recovery from the histogram */
             gcase e = {SIEVE_DTYPE_BF16, SIEVE_METRIC_DOT, SIEVE_PATTERN_NORMAL, 50021, 256, 256, bs[bi], 100, 0, 2, 0};
             run_case(&e);
