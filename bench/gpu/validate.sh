@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# The whole check of a kernel build in one device call (run from the repository root on the
+# GPU machine, with the bundle of bench/gpu/bundle.sh carried), in the order that stops
+# early: the GPU kernel and device page cache suites (nothing else runs if they fail), the
+# server suite on the GPU, compute-sanitizer memcheck and racecheck, the kernel sweep of
+# bench/RESULTS.md beside torch (bench/gpu/sweep.sh), and the end-to-end server run at 1, 64
+# and 128 clients. Everything lands in one archive, $OUT/validate.tar.xz (the device tool
+# brings back only a few files per call); unpack it with `tar -xJf`.
+# Device time: about 8 minutes on an H200 (test 2.5, sanitize 2.3, sweep 2, end to end 1.2),
+# inside one call's 10-minute limit.
+set -u
+R="${OUT:-$PWD/out}"
+export OUT="$R/validate"
+mkdir -p "$OUT"
+bench/gpu/run.sh info 2>&1 | tail -4
+TEST_TIMEOUT=${TEST_TIMEOUT:-300} bench/gpu/run.sh test 2>&1 | tail -14
+if grep -q "Failing: 0" "$OUT/test_knn_cuda.log" && grep -q "Failing: 0" "$OUT/test_devcache.log"; then
+  timeout 60 bench/gpu/run.sh server 2>&1 | tail -3
+  timeout 240 bench/gpu/run.sh sanitize 2>&1 | tail -6
+  timeout 240 bench/gpu/sweep.sh 2>&1 | tail -60
+  E2E_WORKERS=${E2E_WORKERS:-2} E2E_CLIENTS=${E2E_CLIENTS:-1,64,128} timeout 120 \
+    bench/gpu/run.sh e2e 2>&1 | tail -16
+else
+  echo "GPU suites failed: nothing else ran (logs in the archive)"
+fi
+tar -C "$R" -cJf "$R/validate.tar.xz" validate && rm -rf "$OUT"
+ls -la "$R"
