@@ -6,6 +6,7 @@
 #                                    tests find sieve-server through SIEVE_BUILD_DIR)
 #   .deps/gpu/lib/                   shared libraries a bare CUDA image lacks
 # usage: bench/gpu/bundle.sh [build dir]
+case "${1:-}" in -h | --help) sed -n '2,/^[^#]/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;; esac
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 build="${1:-$root/build-gpu}"

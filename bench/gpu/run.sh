@@ -23,6 +23,7 @@
 #             queries (default 1000), extra flags in MSMARCO_ARGS; generated data stays in
 #             MSMARCO_WORK (default /tmp/msmarco-bench, outside $OUT) for a second run on a warm
 #             machine; the report (JSON, Markdown, PNG) lands in $OUT/msmarco
+case "${1:-}" in -h | --help) sed -n '2,/^[^#]/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;; esac
 set -uo pipefail
 OUT="${OUT:-$PWD/out}"
 mkdir -p "$OUT"

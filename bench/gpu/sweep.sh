@@ -5,6 +5,7 @@
 #   materialized full sort), float16 at 8,841,823 (timing), bfloat16 and float32 at 5M,
 #   then PyTorch matmul + topk on the same shapes in the same lease.
 # Writes $OUT/knn.json (every shape), $OUT/bench_1m5m.log, $OUT/torch.json, $OUT/torch.log.
+case "${1:-}" in -h | --help) sed -n '2,/^[^#]/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;; esac
 set -u
 OUT="${OUT:-$PWD/out}"
 mkdir -p "$OUT"

@@ -8,6 +8,7 @@
 # brings back only a few files per call); unpack it with `tar -xJf`.
 # Device time: about 8 minutes on an H200 (test 2.5, sanitize 2.3, sweep 2, end to end 1.2),
 # inside one call's 10-minute limit.
+case "${1:-}" in -h | --help) sed -n '2,/^[^#]/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;; esac
 set -u
 R="${OUT:-$PWD/out}"
 export OUT="$R/validate"
