@@ -29,9 +29,14 @@ extern "C" int sieve__cuda_open(int ordinal, void **out) {
         return SIEVE_EDEVICE;
     }
     cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
-    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &c->encode_tiled, 12000,
-                                         cudaEnableDefault, &found) != cudaSuccess ||
-        found != cudaDriverEntryPointSuccess) {
+#if CUDART_VERSION >= 12050
+    cudaError_t got = cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &c->encode_tiled,
+                                                       12000, cudaEnableDefault, &found);
+#else
+    cudaError_t got = cudaGetDriverEntryPoint("cuTensorMapEncodeTiled", &c->encode_tiled,
+                                              cudaEnableDefault, &found);
+#endif
+    if (got != cudaSuccess || found != cudaDriverEntryPointSuccess) {
         cudaGetLastError();
         c->encode_tiled = NULL;
     }
