@@ -401,6 +401,24 @@ static int write_all(int fd, const char *p, size_t n) {
     return 0;
 }
 
+/* Grows the connection's buffer to at least cap bytes and appends what one recv returns
+ * (retried on EINTR). Returns 0 on allocation failure, error or end of stream. */
+static int recv_more(rconn *c, size_t cap) {
+    if (c->cap < cap) {
+        char *q = realloc(c->buf, cap);
+        if (!q) return 0;
+        c->buf = q;
+        c->cap = cap;
+    }
+    for (;;) {
+        ssize_t r = recv(c->fd, c->buf + c->len, c->cap - c->len, 0);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) return 0;
+        c->len += (size_t)r;
+        return 1;
+    }
+}
+
 /* Reads one reply; returns its HTTP status, 0 on a transport or framing error. Replies
  * must carry Content-Length (sieve-server's do). *close_after is set for Connection: close. */
 static long read_reply(rconn *c, int *close_after) {
@@ -414,17 +432,7 @@ static long read_reply(rconn *c, int *close_after) {
                 break;
             }
         }
-        if (c->len == c->cap) {
-            size_t cap = c->cap ? c->cap * 2 : 16384;
-            char *q = realloc(c->buf, cap);
-            if (!q) return 0;
-            c->buf = q;
-            c->cap = cap;
-        }
-        ssize_t r = recv(c->fd, c->buf + c->len, c->cap - c->len, 0);
-        if (r < 0 && errno == EINTR) continue;
-        if (r <= 0) return 0;
-        c->len += (size_t)r;
+        if (!recv_more(c, c->len == c->cap ? (c->cap ? c->cap * 2 : 16384) : c->cap)) return 0;
     }
     long status = 0;
     if (sscanf(c->buf, "HTTP/%*d.%*d %ld", &status) != 1) return 0;
@@ -443,18 +451,8 @@ static long read_reply(rconn *c, int *close_after) {
     }
     if (clen < 0) return 0;
     size_t total = head + (size_t)clen;
-    while (c->len < total) {
-        if (c->cap < total) {
-            char *q = realloc(c->buf, total);
-            if (!q) return 0;
-            c->buf = q;
-            c->cap = total;
-        }
-        ssize_t r = recv(c->fd, c->buf + c->len, c->cap - c->len, 0);
-        if (r < 0 && errno == EINTR) continue;
-        if (r <= 0) return 0;
-        c->len += (size_t)r;
-    }
+    while (c->len < total)
+        if (!recv_more(c, total)) return 0;
     memmove(c->buf, c->buf + total, c->len - total);
     c->len -= total;
     return status;
