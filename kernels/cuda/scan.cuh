@@ -240,7 +240,7 @@ struct MmaSmem {
  * VEC: rows are 16-byte aligned and dim % 8 == 0 (cp.async); else element-wise loads. */
 template <typename T, int BM, int BN, int WM, int WN, int STAGES, int MODE, bool VEC>
 __global__ void __launch_bounds__(WM *WN * 32)
-scan_mma_kernel(ScanParams p) {
+scan_mma_kernel(const __grid_constant__ ScanParams p) {
     using S = MmaSmem<BM, BN, STAGES>;
     constexpr int KC = S::KC, LDS = S::LDS, NT = WM * WN * 32;
     constexpr int WTM = BM / WM, WTN = BN / WN;
@@ -490,7 +490,7 @@ struct WgSmem {
  * variants). Rows must be 16-byte aligned with dim % 8 == 0 (the launcher checks). */
 template <typename T, int BQ, int BR, int STAGES, int MODE, bool STAGED>
 __global__ void __launch_bounds__(256, (WgSmem<BQ, BR, STAGES>::min_blocks))
-scan_wgmma_kernel(ScanParams p) {
+scan_wgmma_kernel(const __grid_constant__ ScanParams p) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
     using S = WgSmem<BQ, BR, STAGES>;
     constexpr int KC = S::KC;
@@ -821,7 +821,7 @@ __device__ __forceinline__ void tma_epilogue(const ScanParams &p, const float *a
  */
 template <typename T, int BQ, int BR, int STAGES>
 __global__ void __launch_bounds__(384, 1)
-scan_tma_kernel(ScanParams p, const __grid_constant__ CUtensorMap tm_rows,
+scan_tma_kernel(const __grid_constant__ ScanParams p, const __grid_constant__ CUtensorMap tm_rows,
                 const __grid_constant__ CUtensorMap tm_q) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
     using S = TmaSmem<BQ, BR, STAGES>;
@@ -978,7 +978,7 @@ scan_tma_kernel(ScanParams p, const __grid_constant__ CUtensorMap tm_rows,
 /* CTA: BM rows x BN queries, 256 threads, each TM rows x TN queries (strided mapping),
  * sequential fmaf over k: the same per-element order in every configuration. */
 template <int BM, int BN, int TN, int MODE, bool VEC>
-__global__ void __launch_bounds__(256) scan_f32_kernel(ScanParams p) {
+__global__ void __launch_bounds__(256) scan_f32_kernel(const __grid_constant__ ScanParams p) {
     constexpr int NT = 256, KC = 16;
     constexpr int TX = BN / TN, TY = NT / TX, TM = BM / TY;
     static_assert(TX * TY == NT && TM * TY == BM, "bad f32 tile");

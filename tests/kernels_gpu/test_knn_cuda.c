@@ -306,6 +306,9 @@ Test(knn_cuda, every_scan_variant_against_reference, .timeout = 1800) {
                the tile's only chunk) */
             gcase f = {SIEVE_DTYPE_F16, SIEVE_METRIC_EUCLID, SIEVE_PATTERN_NORMAL, 9001, 64, 128, bs[bi], 50, 0, 0, 1};
             run_case(&f);
+            /* sixteen 64-wide K chunks per tile, the last one partly past dim */
+            gcase g = {SIEVE_DTYPE_F16, SIEVE_METRIC_DOT, SIEVE_PATTERN_NORMAL, 4099, 1000, 256, bs[bi], 20, 0, 0, 1};
+            run_case(&g);
             /* forced overflow: every query's buffer fills, recovery from the histogram */
             gcase e = {SIEVE_DTYPE_BF16, SIEVE_METRIC_DOT, SIEVE_PATTERN_NORMAL, 50021, 256, 256, bs[bi], 100, 0, 2, 0};
             run_case(&e);
@@ -369,6 +372,15 @@ Test(knn_cuda, scan_variants_give_identical_keys, .timeout = 900) {
             float *sc = scores_with(VARIANTS[v], &loose, q, B, k, gpu);
             for (size_t i = 0; i < (size_t)B * k; i++)
                 cr_assert_eq(memcmp(&sc[i], &ref[i], 4), 0, "%s without page_base: key %zu", VARIANTS[v], i);
+            free(sc);
+        }
+        /* the 64-query tiles on the first 64 queries give those queries' keys */
+        static const char *const Q64[] = {"tma64x256", "tma64x128", "wg64x128"};
+        for (size_t v = 0; v < sizeof Q64 / sizeof *Q64; v++) {
+            float *sc = scores_with(Q64[v], m, q, 64, k, gpu);
+            for (size_t i = 0; i < (size_t)64 * k; i++)
+                cr_assert_eq(memcmp(&sc[i], &ref[i], 4), 0, "%s %s, 64 queries: key %zu %.9g vs %.9g",
+                             sieve_dtype_name(dts[d]), Q64[v], i, sc[i], ref[i]);
             free(sc);
         }
         /* and a query's keys do not depend on the batch it is in: query 0 alone */
