@@ -240,7 +240,7 @@ struct MmaSmem {
  * VEC: rows are 16-byte aligned and dim % 8 == 0 (cp.async); else element-wise loads. */
 template <typename T, int BM, int BN, int WM, int WN, int STAGES, int MODE, bool VEC>
 __global__ void __launch_bounds__(WM *WN * 32)
-scan_mma_kernel(const __grid_constant__ ScanParams p) {
+scan_mma_kernel(ScanParams p) {
     using S = MmaSmem<BM, BN, STAGES>;
     constexpr int KC = S::KC, LDS = S::LDS, NT = WM * WN * 32;
     constexpr int WTM = BM / WM, WTN = BN / WN;
@@ -490,7 +490,7 @@ struct WgSmem {
  * variants). Rows must be 16-byte aligned with dim % 8 == 0 (the launcher checks). */
 template <typename T, int BQ, int BR, int STAGES, int MODE, bool STAGED>
 __global__ void __launch_bounds__(256, (WgSmem<BQ, BR, STAGES>::min_blocks))
-scan_wgmma_kernel(const __grid_constant__ ScanParams p) {
+scan_wgmma_kernel(ScanParams p) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
     using S = WgSmem<BQ, BR, STAGES>;
     constexpr int KC = S::KC;
