@@ -6,23 +6,30 @@
 # bench/RESULTS.md beside torch (bench/gpu/sweep.sh), and the end-to-end server run at 1, 64
 # and 128 clients. Everything lands in one archive, $OUT/validate.tar.xz (the device tool
 # brings back only a few files per call); unpack it with `tar -xJf`.
-# Device time: about 8 minutes on an H200 (test 2.5, sanitize 2.3, sweep 2, end to end 1.2),
-# inside one call's 10-minute limit.
+# Device time: about 9 minutes on an H200 (measured in parts, 2026-11-29: GPU suites 2.5,
+# server 0.3, sanitize 2.6, sweep with torch 2.2, end to end 1.2), close to one call's
+# 10-minute limit; the archive is rewritten after each stage, so a cut call keeps what ran.
 case "${1:-}" in -h | --help) sed -n '2,/^[^#]/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;; esac
 set -u
 R="${OUT:-$PWD/out}"
 export OUT="$R/validate"
 mkdir -p "$OUT"
+# the archive is rewritten after every stage, so a call cut short by the device tool's
+# time limit still brings back the logs of the stages that finished
+pack() { tar -C "$R" -cJf "$R/validate.tar.xz.part" validate && mv "$R/validate.tar.xz.part" "$R/validate.tar.xz"; }
 bench/gpu/run.sh info 2>&1 | tail -4
 TEST_TIMEOUT=${TEST_TIMEOUT:-300} bench/gpu/run.sh test 2>&1 | tail -14
+pack
 if grep -q "Failing: 0" "$OUT/test_knn_cuda.log" && grep -q "Failing: 0" "$OUT/test_devcache.log"; then
   timeout 60 bench/gpu/run.sh server 2>&1 | tail -3
   timeout 240 bench/gpu/run.sh sanitize 2>&1 | tail -6
+  pack
   timeout 240 bench/gpu/sweep.sh 2>&1 | tail -60
+  pack
   E2E_WORKERS=${E2E_WORKERS:-2} E2E_CLIENTS=${E2E_CLIENTS:-1,64,128} timeout 120 \
     bench/gpu/run.sh e2e 2>&1 | tail -16
 else
   echo "GPU suites failed: nothing else ran (logs in the archive)"
 fi
-tar -C "$R" -cJf "$R/validate.tar.xz" validate && rm -rf "$OUT"
+pack && rm -rf "$OUT"
 ls -la "$R"
