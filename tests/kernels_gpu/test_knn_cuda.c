@@ -287,32 +287,32 @@ static const char *const VARIANTS[] = {"mma",        "wg64x128",           "wg12
 
 Test(knn_cuda, every_scan_variant_against_reference, .timeout = 1800) {
     SKIP_WITHOUT_GPU();
+    /* each case runs with B = 1, 64 and 200 (B is set in the loop) */
+    const gcase cases[] = {
+        {SIEVE_DTYPE_F16, SIEVE_METRIC_DOT, SIEVE_PATTERN_NORMAL, 5003, 768, 256, 0, 10, 0, 0, 1},
+        {SIEVE_DTYPE_BF16, SIEVE_METRIC_EUCLID, SIEVE_PATTERN_DUPS, 3001, 96, 128, 0, 32, 1, 0, 1},
+        {SIEVE_DTYPE_F16, SIEVE_METRIC_COSINE, SIEVE_PATTERN_TIES, 1000, 136, 128, 0, 1000, 0, 0, 1},
+        /* the best rows of half the queries sit in the last tiles: hundreds of keys pass
+           the gate in one tile, more than a tile stages, so the direct admissions run */
+        {SIEVE_DTYPE_F16, SIEVE_METRIC_DOT, SIEVE_PATTERN_SORTED_ASC, 100003, 768, 512, 0, 1000, 1, 0, 0},
+        /* one 64-wide K chunk per tile (the TMA producer publishes the next tile with the
+           tile's only chunk) */
+        {SIEVE_DTYPE_F16, SIEVE_METRIC_EUCLID, SIEVE_PATTERN_NORMAL, 9001, 64, 128, 0, 50, 0, 0, 1},
+        /* sixteen 64-wide K chunks per tile, the last one partly past dim */
+        {SIEVE_DTYPE_F16, SIEVE_METRIC_DOT, SIEVE_PATTERN_NORMAL, 4099, 1000, 256, 0, 20, 0, 0, 1},
+        /* forced overflow: every query's buffer fills, recovery from the histogram */
+        {SIEVE_DTYPE_BF16, SIEVE_METRIC_DOT, SIEVE_PATTERN_NORMAL, 50021, 256, 256, 0, 100, 0, 2, 0},
+    };
+    const uint32_t bs[] = {1, 64, 200};
     for (size_t v = 0; v < sizeof VARIANTS / sizeof *VARIANTS; v++) {
         cr_assert_eq(setenv("SIEVE_CUDA_SCAN", VARIANTS[v], 1), 0);
         cr_log_info("scan variant %s", VARIANTS[v]);
-        const uint32_t bs[] = {1, 64, 200};
-        for (int bi = 0; bi < 3; bi++) {
-            gcase a = {SIEVE_DTYPE_F16, SIEVE_METRIC_DOT, SIEVE_PATTERN_NORMAL, 5003, 768, 256, bs[bi], 10, 0, 0, 1};
-            run_case(&a);
-            gcase b = {SIEVE_DTYPE_BF16, SIEVE_METRIC_EUCLID, SIEVE_PATTERN_DUPS, 3001, 96, 128, bs[bi], 32, 1, 0, 1};
-            run_case(&b);
-            gcase c = {SIEVE_DTYPE_F16, SIEVE_METRIC_COSINE, SIEVE_PATTERN_TIES, 1000, 136, 128, bs[bi], 1000, 0, 0, 1};
-            run_case(&c);
-            /* the best rows of half the queries sit in the last tiles: hundreds of keys pass
-               the gate in one tile, more than a tile stages, so the direct admissions run */
-            gcase d = {SIEVE_DTYPE_F16, SIEVE_METRIC_DOT, SIEVE_PATTERN_SORTED_ASC, 100003, 768, 512, bs[bi], 1000, 1, 0, 0};
-            run_case(&d);
-            /* one 64-wide K chunk per tile (the TMA producer publishes the next tile with
-               the tile's only chunk) */
-            gcase f = {SIEVE_DTYPE_F16, SIEVE_METRIC_EUCLID, SIEVE_PATTERN_NORMAL, 9001, 64, 128, bs[bi], 50, 0, 0, 1};
-            run_case(&f);
-            /* sixteen 64-wide K chunks per tile, the last one partly past dim */
-            gcase g = {SIEVE_DTYPE_F16, SIEVE_METRIC_DOT, SIEVE_PATTERN_NORMAL, 4099, 1000, 256, bs[bi], 20, 0, 0, 1};
-            run_case(&g);
-            /* forced overflow: every query's buffer fills, recovery from the histogram */
-            gcase e = {SIEVE_DTYPE_BF16, SIEVE_METRIC_DOT, SIEVE_PATTERN_NORMAL, 50021, 256, 256, bs[bi], 100, 0, 2, 0};
-            run_case(&e);
-        }
+        for (int bi = 0; bi < 3; bi++)
+            for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+                gcase c = cases[i];
+                c.B = bs[bi];
+                run_case(&c);
+            }
     }
     cr_assert_eq(unsetenv("SIEVE_CUDA_SCAN"), 0);
 }
