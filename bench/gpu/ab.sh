@@ -12,8 +12,11 @@ set -uo pipefail
 OUT="${OUT:-$PWD/out}"
 mkdir -p "$OUT"
 for side in gpu gpu-base; do
-  if [ ! -x ".deps/$side/build/bench/sieve-bench" ]; then
-    mkdir -p ".deps/$side" && tar -C ".deps/$side" -xJf ".deps/$side.tar.xz" || exit 1
+  # unpack unless this very archive is unpacked already (a warm machine keeps old trees)
+  sum=$(sha1sum < ".deps/$side.tar.xz") || exit 1
+  if [ "$(cat ".deps/$side/.bundle-sha1" 2>/dev/null)" != "$sum" ]; then
+    rm -rf ".deps/$side" && mkdir -p ".deps/$side" && tar -C ".deps/$side" -xJf ".deps/$side.tar.xz" &&
+      echo "$sum" > ".deps/$side/.bundle-sha1" || exit 1
   fi
 done
 AB_CASES=${AB_CASES:-"b64:-:--n 5m --batch 64 --k 128"}

@@ -28,8 +28,14 @@ set -uo pipefail
 OUT="${OUT:-$PWD/out}"
 mkdir -p "$OUT"
 G="$PWD/.deps/gpu"
-if [ ! -x "$G/build/bench/sieve-bench" ] && [ -f "$PWD/.deps/gpu.tar.xz" ]; then
-  mkdir -p "$G" && tar -C "$G" -xJf "$PWD/.deps/gpu.tar.xz"
+# unpack the carried bundle unless this very archive is unpacked already (a machine kept
+# warm between calls still holds the previous call's tree)
+if [ -f "$PWD/.deps/gpu.tar.xz" ]; then
+  sum=$(sha1sum < "$PWD/.deps/gpu.tar.xz")
+  if [ "$(cat "$G/.bundle-sha1" 2>/dev/null)" != "$sum" ]; then
+    rm -rf "$G" && mkdir -p "$G" && tar -C "$G" -xJf "$PWD/.deps/gpu.tar.xz" &&
+      echo "$sum" > "$G/.bundle-sha1"
+  fi
 fi
 export LD_LIBRARY_PATH="$G/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export PYTHONUNBUFFERED=1
@@ -90,17 +96,20 @@ for stage in "$@"; do
     stalls)
       NCU=$(command -v ncu || ls /usr/local/cuda*/bin/ncu 2>/dev/null | head -1)
       [ -n "$NCU" ] || { echo "ncu: none"; status=1; continue; }
+      # STALL_K (default 128) and SIEVE_CUDA_SCAN (default: the launcher's choice) pick the
+      # kernel; reports are named stalls_B<batch>[_k<k>]
       for b in ${STALL_BATCHES:-1 64}; do
+        kk=${STALL_K:-128}; n=stalls_B$b; [ "$kk" = 128 ] || n=${n}_k$kk
         # launches alternate sample / gate scans: the sixth is the third call's gate scan
         timeout 300 "$NCU" --set full --import-source yes --kernel-name regex:"scan_(wgmma|tma)" \
-          --launch-skip 5 --launch-count 1 --clock-control none -f -o "$OUT/stalls_B$b" \
-          "$B/bench/sieve-bench" knn --n 5m --batch "$b" --k 128 --repeat 3 --warmup 1 \
-          --no-materialized > "$OUT/stalls_B${b}_run.log" 2>&1 || status=1
-        "$NCU" -i "$OUT/stalls_B$b.ncu-rep" --page details --section WarpStateStats \
-          --section SourceCounters > "$OUT/stalls_B$b.txt" 2>&1 || status=1
-        "$NCU" -i "$OUT/stalls_B$b.ncu-rep" --page source --csv --print-source sass \
-          > "$OUT/stalls_B${b}_sass.csv" 2>&1 || echo "per-line export failed (see the file)"
-        echo "--- B=$b"; grep -iE "Stall|Warp Cycles|Duration" "$OUT/stalls_B$b.txt" | head -20
+          --launch-skip 5 --launch-count 1 --clock-control none -f -o "$OUT/$n" \
+          "$B/bench/sieve-bench" knn --n 5m --batch "$b" --k "$kk" --repeat 3 --warmup 1 \
+          --no-materialized > "$OUT/${n}_run.log" 2>&1 || status=1
+        "$NCU" -i "$OUT/$n.ncu-rep" --page details --section WarpStateStats \
+          --section SourceCounters > "$OUT/$n.txt" 2>&1 || status=1
+        "$NCU" -i "$OUT/$n.ncu-rep" --page source --csv --print-source sass \
+          > "$OUT/${n}_sass.csv" 2>&1 || echo "per-line export failed (see the file)"
+        echo "--- B=$b k=$kk"; grep -iE "Stall|Warp Cycles|Duration|scan_" "$OUT/$n.txt" | head -20
       done ;;
     ingest)
       d=$(mktemp -d /tmp/sieve-ingest.XXXXXX)

@@ -385,7 +385,7 @@ bool tma_ok(const sieve__cuda_ctx *c, const ScanParams &p, uint32_t BR) {
            (p.rpp % BR == 0 || BR % p.rpp == 0) && p.page_stride >= (uint64_t)p.rpp * p.dim * 2;
 }
 
-template <typename T, int BQ, int BR, int ST>
+template <typename T, int BQ, int BR, int ST, bool STG = false>
 int launch_tma(const sieve__cuda_ctx *c, cudaStream_t s, const ScanParams &p, uint32_t L) {
     using Sm = TmaSmem<BQ, BR, ST>;
     ScanParams q = p;
@@ -417,7 +417,7 @@ int launch_tma(const sieve__cuda_ctx *c, cudaStream_t s, const ScanParams &p, ui
         fprintf(stderr, "sieve: cuTensorMapEncodeTiled failed (%d, %d)\n", (int)r1, (int)r2);
         return SIEVE_EDEVICE;
     }
-    auto kern = scan_tma_kernel<T, BQ, BR, ST>;
+    auto kern = scan_tma_kernel<T, BQ, BR, ST, STG>;
     const size_t smem = Sm::bytes;
     SIEVE_CUDA_TRY(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                         (int)smem));
@@ -435,19 +435,25 @@ int launch_tma(const sieve__cuda_ctx *c, cudaStream_t s, const ScanParams &p, ui
  * queries x 128 rows) and "wg128x128s3" (128 x 128, three stages) stage admissions per tile
  * in shared memory; their "-direct" forms admit each key from the epilogue as it passes.
  * TMA-fed warp-specialised tiles, one CTA per SM, direct admissions: "tma64x256",
- * "tma64x128" (64 queries; above 64 both use "tma128x256"), "tma128x256"; they need evenly
- * spaced pages (sieve_matrix.page_base) and fall back to the cp.async tiles otherwise and
- * for the sample and materialized modes.
- * Defaults, from the H200 measurements in bench/KERNEL_NOTES.md (v10): k > 1024 with more
- * than 8 queries (many admissions: the staged epilogue wins) wg64x128 up to 64 queries and
- * wg128x128s3 above; otherwise tma64x256 up to 16 queries, tma64x128 up to 64 and
- * tma128x256 above.
+ * "tma64x128" (64 queries; above 64 both use "tma128x256"), "tma128x256"; and their forms
+ * that stage admissions per warp in shared memory (WarpStage in scan.cuh): "tma64x128s"
+ * (above 64 queries "tma128x256s") and "tma128x256s". The TMA tiles need evenly spaced pages
+ * (sieve_matrix.page_base) and fall back to the cp.async tiles otherwise and for the sample
+ * and materialized modes.
+ * Defaults, from the H200 A/B runs in bench/KERNEL_NOTES.md (v12, 5M rows, float16):
+ * tma64x256 up to 8 queries, and up to 16 for k <= 1024 (B = 1, k = 8192: 2.28 against
+ * 2.67 ms for tma64x128s; B = 16, k = 128: 1.93 against 2.27); tma64x128s up to 64
+ * queries (B = 64: k = 128 2.04 against 2.11 ms for tma64x128, k = 8192 3.42 against 3.96
+ * for wg64x128); above 64 queries tma128x256s for k >= 1024 (B = 1024: k = 1024 22.2-22.6
+ * against 23.4 ms, k = 8192 26.1-26.6 against 43.4-44.1 for wg128x128s3) and tma128x256
+ * below (B = 1024, k = 128: 17.2-17.7 against 18.8-19.0 ms staged). k between 129 and 1023
+ * was not measured.
  * SIEVE_CUDA_SCAN overrides the choice for benchmarks and tests; every
  * mode of one search uses the same variant, and every variant computes each key the same
  * way (the GPU tests check the keys are bit-identical across variants). */
 enum ScanVariant {
     SV_MMA, SV_WG64x128, SV_WG128x128S3, SV_WG64x128D, SV_WG128x128S3D,
-    SV_TMA64x256, SV_TMA128x256, SV_TMA64x128
+    SV_TMA64x256, SV_TMA128x256, SV_TMA64x128, SV_TMA64x128S, SV_TMA128x256S
 };
 
 ScanVariant scan_variant(const sieve__cuda_ctx *c, uint32_t nq, uint32_t k, bool vec) {
@@ -463,10 +469,12 @@ ScanVariant scan_variant(const sieve__cuda_ctx *c, uint32_t nq, uint32_t k, bool
         if (!strcmp(e, "tma64x256")) return nq <= 64 ? SV_TMA64x256 : SV_TMA128x256;
         if (!strcmp(e, "tma64x128")) return nq <= 64 ? SV_TMA64x128 : SV_TMA128x256;
         if (!strcmp(e, "tma128x256")) return SV_TMA128x256;
+        if (!strcmp(e, "tma64x128s")) return nq <= 64 ? SV_TMA64x128S : SV_TMA128x256S;
+        if (!strcmp(e, "tma128x256s")) return SV_TMA128x256S;
     }
-    if (k > 1024 && nq > 8) return nq <= 64 ? SV_WG64x128 : SV_WG128x128S3;
-    if (nq <= 16) return SV_TMA64x256;
-    return nq <= 64 ? SV_TMA64x128 : SV_TMA128x256;
+    if (nq <= 8 || (nq <= 16 && k <= 1024)) return SV_TMA64x256;
+    if (nq <= 64) return SV_TMA64x128S;
+    return k >= 1024 ? SV_TMA128x256S : SV_TMA128x256;
 }
 
 template <int MODE, typename T>
@@ -476,15 +484,17 @@ int launch_scan_t(const sieve__cuda_ctx *c, cudaStream_t s, const ScanParams &p,
     constexpr bool G = MODE == MODE_GATE;
     ScanVariant v = scan_variant(c, p.nq, p.k, vec);
     if (v >= SV_TMA64x256) {
-        const uint32_t br = v == SV_TMA64x128 ? 128 : 256;
+        const uint32_t br = v == SV_TMA64x128 || v == SV_TMA64x128S ? 128 : 256;
         if (G && tma_ok(c, p, br)) {
             if (v == SV_TMA64x256) return launch_tma<T, 64, 256, 5>(c, s, p, L);
             if (v == SV_TMA64x128) return launch_tma<T, 64, 128, 8>(c, s, p, L);
+            if (v == SV_TMA64x128S) return launch_tma<T, 64, 128, 8, true>(c, s, p, L);
+            if (v == SV_TMA128x256S) return launch_tma<T, 128, 256, 4, true>(c, s, p, L);
             return launch_tma<T, 128, 256, 4>(c, s, p, L);
         }
         /* the sample and materialized modes, and matrices the TMA cannot address, use the
            cp.async tiles (every variant computes each key the same way) */
-        v = p.nq <= 64 ? SV_WG64x128 : SV_WG128x128S3D;
+        v = p.nq <= 64 ? SV_WG64x128 : p.k > 1024 ? SV_WG128x128S3 : SV_WG128x128S3D;
     }
     switch (v) {
     case SV_WG64x128: return launch_wg<T, 64, 128, 4, MODE, G>(c, s, p, L);

@@ -757,20 +757,100 @@ __device__ __noinline__ void admit_row(const ScanParams &p, uint32_t li, uint32_
     admit(p, li, q, key);
 }
 
+/* Per-warp staging of the TMA scan's admissions (the "s" variants). Measured on the H200
+ * (5M rows, B = 1024, k = 8192, Nsight Compute source counters): with an admission call per
+ * passing key, about half the scan's warp samples sat in the epilogue's per-key sites (each
+ * site a divergent call whose checks load from the parameters and wait), a fifth on the
+ * barrier that kept both consumer warpgroups in step, a quarter waiting for instructions.
+ * Here a site where any lane passes appends all of the warp's passing keys at once to the
+ * warp's own buffer in shared memory (a ballot, no atomics, no calls, no loads); at the next
+ * tile's start the warp's lanes take one entry each, check the row (exists, not deleted,
+ * allowed), issue the count atomic and the reads of the query's bin table without waiting
+ * (wst_reserve); a tile later they write the candidate, count the histogram bin and check
+ * for tightening (wst_finish). No barrier between warps: each warp drains its own buffer.
+ * A warp whose buffer passes WST_FLUSH entries within a tile admits them directly
+ * (wst_flush), so a buffer never overflows. Entry: key bits << 32 | query in tile << 16 |
+ * row in tile. */
+constexpr int WST_CAP = 64;               /* entries of one warp's buffer */
+constexpr int WST_FLUSH = WST_CAP - 32;   /* more than this after a site: admit them now */
+constexpr int WST_WARPS = 8;              /* consumer warps of the TMA scan */
+
+struct WarpStage {
+    uint64_t e[2][WST_WARPS][WST_CAP]; /* by tile parity, warp */
+};
+
+/* One reserved entry, carried in registers from wst_reserve to wst_finish. */
+struct WstPending {
+    uint32_t pos; /* the count slot; ~0u: no entry */
+    uint32_t q;   /* state slot of the query */
+    uint32_t li;  /* row */
+    float key, lo, w;
+};
+
+__device__ inline bool row_admissible(const ScanParams &p, uint32_t li) {
+    if (li >= p.n_rows) return false;
+    if (p.deleted && ((p.deleted[li >> 6] >> (li & 63)) & 1ull)) return false;
+    if (p.allowed && !((p.allowed[li >> 6] >> (li & 63)) & 1ull)) return false;
+    return true;
+}
+
+/* Lane's entry of a warp buffer of n entries (n <= 32) of the tile at (row0, q0). */
+__device__ inline WstPending wst_reserve(const ScanParams &p, const uint64_t *buf, uint32_t n,
+                                         uint32_t row0, uint32_t q0, uint32_t lane) {
+    WstPending r = {~0u, 0u, 0u, 0.f, 0.f, 0.f};
+    if (lane < n) {
+        const uint64_t e = buf[lane];
+        const uint32_t li = row0 + (uint32_t)(e & 0xffffu);
+        if (row_admissible(p, li)) {
+            r.q = slot_of(p, q0 + ((uint32_t)e >> 16));
+            r.li = li;
+            r.key = __uint_as_float((uint32_t)(e >> 32));
+            r.pos = atomicAdd(p.cnt + r.q, 1u);
+            r.lo = __ldcg(p.edges + (size_t)r.q * NBINS);
+            r.w = __ldcg(p.binw + r.q);
+        }
+    }
+    return r;
+}
+
+__device__ __noinline__ void wst_finish(const ScanParams &p, WstPending r) {
+    if (r.pos == ~0u) return;
+    if (r.pos < p.cap) p.cand[(size_t)r.q * p.cap + r.pos] = pack_cand(r.key, r.li);
+    atomicAdd(p.hist + (size_t)r.q * NBINS + bin_of(r.key, r.lo, r.w), 1u);
+    const uint32_t n = r.pos + 1;
+    const uint32_t step = p.k > 256 ? p.k : 256;
+    if (p.tighten && (n == p.k || (n > p.k && n % step == 0))) tighten_boundary(p, r.q);
+}
+
+/* Admits the n entries of a warp buffer at once (called by the whole warp). */
+__device__ __noinline__ void wst_flush(const ScanParams &p, const uint64_t *buf, uint32_t n,
+                                       uint32_t row0, uint32_t q0) {
+    for (uint32_t j = threadIdx.x % 32; j < n; j += 32) {
+        const uint64_t e = buf[j];
+        const uint32_t li = row0 + (uint32_t)(e & 0xffffu);
+        if (row_admissible(p, li))
+            admit(p, li, q0 + ((uint32_t)e >> 16), __uint_as_float((uint32_t)(e >> 32)));
+    }
+}
+
 /* The TMA scan's gate (GATE epilogue) for one tile: per query row of the thread, the
  * largest of its keys first (one compare against the boundary; in most tiles nothing
  * passes and that is all), then, only if it passes, each key. Measured on the H200 (v10):
  * the per-key form spent about a quarter of the scan's warp samples here at B = 1024 while
  * the tensor cores idled. Accumulator 4n + 2h + j: query qo + 16 wq + g + 8h, row
- * ro + 8n + 2 tq + j. */
-template <int WN, bool EUCLID>
+ * ro + 8n + 2 tq + j. STG: keys are staged in the warp's buffer wbuf (wcnt entries so far,
+ * the same in every lane), see WarpStage; otherwise each is admitted as it passes. */
+template <int WN, bool EUCLID, bool STG>
 __device__ __forceinline__ void tma_epilogue(const ScanParams &p, const float *acc,
                                              const float *thr_h, const float *rn, uint32_t row0,
-                                             uint32_t q0, int qo, int ro, int wq, int g, int tq) {
+                                             uint32_t q0, int qo, int ro, int wq, int g, int tq,
+                                             uint64_t *wbuf, uint32_t &wcnt) {
+    const uint32_t lane = threadIdx.x % 32;
 #pragma unroll
     for (int h = 0; h < 2; h++) {
         const int ql = qo + wq * 16 + g + 8 * h;
-        if (q0 + ql >= p.nq) continue;
+        const bool valid = q0 + ql < p.nq;
+        if (!STG && !valid) continue;
         const float thr = thr_h[h];
         /* keys as the admission computes them; NaN (rows past the end may hold anything)
            never wins fmaxf and never passes the gate */
@@ -782,7 +862,11 @@ __device__ __forceinline__ void tma_epilogue(const ScanParams &p, const float *a
                 const float dot = acc[n * 4 + h * 2 + j];
                 m = fmaxf(m, EUCLID ? 2.0f * dot - rn[ro + n * 8 + 2 * tq + j] : dot);
             }
-        if (!(m >= thr)) continue;
+        if (STG) {
+            if (!__any_sync(~0u, valid && m >= thr)) continue;
+        } else if (!(m >= thr)) {
+            continue;
+        }
 #pragma unroll
         for (int n = 0; n < WN / 8; n++)
 #pragma unroll
@@ -791,8 +875,26 @@ __device__ __forceinline__ void tma_epilogue(const ScanParams &p, const float *a
                 /* + 0: see scan_wgmma_kernel (keys identical to the mma.sync loop) */
                 const float dot = acc[n * 4 + h * 2 + j] + 0.0f;
                 const float key = EUCLID ? 2.0f * dot - rn[rl] : dot;
-                if (!(key >= thr)) continue;
-                admit_row(p, row0 + rl, q0 + ql, key);
+                if (STG) {
+                    const bool pass = valid && key >= thr;
+                    const uint32_t bal = __ballot_sync(~0u, pass);
+                    if (bal) {
+                        if (pass)
+                            wbuf[wcnt + __popc(bal & ((1u << lane) - 1u))] =
+                                ((uint64_t)__float_as_uint(key) << 32) |
+                                ((uint32_t)ql << 16 | (uint32_t)rl);
+                        wcnt += __popc(bal);
+                        if (wcnt > (uint32_t)WST_FLUSH) {
+                            __syncwarp();
+                            wst_flush(p, wbuf, wcnt, row0, q0);
+                            __syncwarp();
+                            wcnt = 0;
+                        }
+                    }
+                } else {
+                    if (!(key >= thr)) continue;
+                    admit_row(p, row0 + rl, q0 + ql, key);
+                }
             }
     }
 }
@@ -819,7 +921,7 @@ __device__ __forceinline__ void tma_epilogue(const ScanParams &p, const float *a
  * swizzle, the layout sw128_desc describes. The per-element accumulation order is the one of
  * scan_wgmma_kernel (same wgmma sequence), so keys are bit-identical to the other variants.
  */
-template <typename T, int BQ, int BR, int STAGES>
+template <typename T, int BQ, int BR, int STAGES, bool STG>
 __global__ void __launch_bounds__(384, 1)
 scan_tma_kernel(const __grid_constant__ ScanParams p, const __grid_constant__ CUtensorMap tm_rows,
                 const __grid_constant__ CUtensorMap tm_q) {
@@ -839,6 +941,8 @@ scan_tma_kernel(const __grid_constant__ ScanParams p, const __grid_constant__ CU
     __shared__ __align__(8) uint64_t full_bar[STAGES];
     __shared__ __align__(8) uint64_t empty_bar[STAGES];
     __shared__ float rnorm[2][BR]; /* Euclid: |x|^2 of the tile's rows, by tile parity */
+    /* STG: the consumer warps' admission buffers (WarpStage), by tile parity */
+    __shared__ uint64_t wst[STG ? 2 * WST_WARPS * WST_CAP : 1];
 
     const uint32_t L = p.n_rows;
     const uint32_t ntiles = ((L + BR - 1) / BR) * p.nqt; /* the launcher checks it fits */
@@ -916,9 +1020,23 @@ scan_tma_kernel(const __grid_constant__ ScanParams p, const __grid_constant__ CU
     mbar_wait(&full_bar[0], 0);
     uint32_t t = __ldcg(log);
     uint32_t c = 0;
-    for (uint32_t i = 0; t < ntiles; i++) {
+    /* STG: at tile i's start, before its first wgmma (the accumulators are dead there), the
+       warp completes the entries of tile i - 2 (reserved in pend) and reserves those of
+       tile i - 1 (n_p1 entries, tile t_p1, buffer (i - 1) & 1); tile i's epilogue appends to
+       buffer i & 1 (wcnt entries) */
+    uint64_t *const wst_w = wst + (size_t)(ct / 32) * WST_CAP;
+    uint32_t wcnt = 0, n_p1 = 0, t_p1 = 0;
+    WstPending pend = {~0u, 0u, 0u, 0.f, 0.f, 0.f};
+    uint32_t i = 0;
+    for (; t < ntiles; i++) {
         const uint32_t row0 = (t / p.nqt) * BR;
         const uint32_t q0 = (t % p.nqt) * BQ;
+        if (STG) {
+            __syncwarp();
+            wst_finish(p, pend);
+            pend = wst_reserve(p, wst_w + (size_t)((i + 1) & 1) * WST_WARPS * WST_CAP, n_p1,
+                               (t_p1 / p.nqt) * BR, (t_p1 % p.nqt) * BQ, (uint32_t)lane);
+        }
         /* the boundaries the epilogue gates against, read at the tile's start (a boundary
            only rises: an early value admits a superset and stays exact) */
         float thr_h[2] = {0.f, 0.f};
@@ -959,11 +1077,25 @@ scan_tma_kernel(const __grid_constant__ ScanParams p, const __grid_constant__ CU
            table of tile i - 1 is no longer read (both passed its epilogue) */
         if (p.metric == 2) named_bar_sync(1, 256);
 
+        uint64_t *const wbuf = wst_w + (size_t)(i & 1) * WST_WARPS * WST_CAP;
         if (p.metric == 2)
-            tma_epilogue<WN, true>(p, acc, thr_h, rnorm[i & 1], row0, q0, qo, ro, wq, g, tq);
+            tma_epilogue<WN, true, STG>(p, acc, thr_h, rnorm[i & 1], row0, q0, qo, ro, wq, g,
+                                        tq, wbuf, wcnt);
         else
-            tma_epilogue<WN, false>(p, acc, thr_h, rnorm[i & 1], row0, q0, qo, ro, wq, g, tq);
+            tma_epilogue<WN, false, STG>(p, acc, thr_h, rnorm[i & 1], row0, q0, qo, ro, wq, g,
+                                         tq, wbuf, wcnt);
+        if (STG) {
+            n_p1 = wcnt;
+            t_p1 = t;
+            wcnt = 0;
+        }
         t = t_next;
+    }
+    if (STG) { /* the last two tiles' entries (i tiles ran) */
+        __syncwarp();
+        wst_finish(p, pend);
+        wst_finish(p, wst_reserve(p, wst_w + (size_t)((i + 1) & 1) * WST_WARPS * WST_CAP, n_p1,
+                                  (t_p1 / p.nqt) * BR, (t_p1 % p.nqt) * BQ, (uint32_t)lane));
     }
 #else
     (void)p;

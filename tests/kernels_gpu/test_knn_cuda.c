@@ -283,7 +283,7 @@ Test(knn_cuda, large_batches_and_k, .timeout = 1800) {
  * in its own process, so setting the variable here does not leak into other tests. */
 static const char *const VARIANTS[] = {"mma",        "wg64x128",           "wg128x128s3",
                                        "wg64x128-direct", "wg128x128s3-direct", "tma64x256",
-                                       "tma128x256", "tma64x128"};
+                                       "tma128x256", "tma64x128", "tma64x128s", "tma128x256s"};
 
 Test(knn_cuda, every_scan_variant_against_reference, .timeout = 1800) {
     SKIP_WITHOUT_GPU();
@@ -293,7 +293,8 @@ Test(knn_cuda, every_scan_variant_against_reference, .timeout = 1800) {
         {SIEVE_DTYPE_BF16, SIEVE_METRIC_EUCLID, SIEVE_PATTERN_DUPS, 3001, 96, 128, 0, 32, 1, 0, 1},
         {SIEVE_DTYPE_F16, SIEVE_METRIC_COSINE, SIEVE_PATTERN_TIES, 1000, 136, 128, 0, 1000, 0, 0, 1},
         /* the best rows of half the queries sit in the last tiles: hundreds of keys pass
-           the gate in one tile, more than a tile stages, so the direct admissions run */
+           the gate in one tile, more than a tile stages (cp.async tiles) or a warp's buffer
+           holds (staged TMA tiles), so the direct admissions run */
         {SIEVE_DTYPE_F16, SIEVE_METRIC_DOT, SIEVE_PATTERN_SORTED_ASC, 100003, 768, 512, 0, 1000, 1, 0, 0},
         /* one 64-wide K chunk per tile (the TMA producer publishes the next tile with the
            tile's only chunk) */
@@ -375,7 +376,7 @@ Test(knn_cuda, scan_variants_give_identical_keys, .timeout = 900) {
             free(sc);
         }
         /* the 64-query tiles on the first 64 queries give those queries' keys */
-        static const char *const Q64[] = {"tma64x256", "tma64x128", "wg64x128"};
+        static const char *const Q64[] = {"tma64x256", "tma64x128", "tma64x128s", "wg64x128"};
         for (size_t v = 0; v < sizeof Q64 / sizeof *Q64; v++) {
             float *sc = scores_with(Q64[v], m, q, 64, k, gpu);
             for (size_t i = 0; i < (size_t)64 * k; i++)
