@@ -1020,36 +1020,39 @@ scan_tma_kernel(const __grid_constant__ ScanParams p, const __grid_constant__ CU
     mbar_wait(&full_bar[0], 0);
     uint32_t t = __ldcg(log);
     uint32_t c = 0;
-    /* STG: at tile i's start, before its first wgmma (the accumulators are dead there), the
-       warp completes the entries of tile i - 2 (reserved in pend) and reserves those of
-       tile i - 1 (n_p1 entries, tile t_p1, buffer (i - 1) & 1); tile i's epilogue appends to
-       buffer i & 1 (wcnt entries) */
+    /* STG: after tile i's last wgmma and before its epilogue, the warp completes the entries
+       of tile i - 2 (reserved in pend) and reserves those of tile i - 1 (n_p1 entries, tile
+       t_p1, buffer (i - 1) & 1); tile i's epilogue appends to buffer i & 1 (wcnt entries) */
     uint64_t *const wst_w = wst + (size_t)(ct / 32) * WST_CAP;
     uint32_t wcnt = 0, n_p1 = 0, t_p1 = 0;
     WstPending pend = {~0u, 0u, 0u, 0.f, 0.f, 0.f};
+    /* the boundaries the epilogue gates against (ordered values), loaded a tile ahead, as
+       soon as the next tile is known, so no tile start waits for them (a boundary only
+       rises: an early value admits a superset and stays exact) */
+    uint32_t thr_o[2], thr_nx[2] = {0u, 0u};
+    auto load_thr = [&](uint32_t tile, uint32_t *o) {
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            const uint32_t qq = (tile % p.nqt) * BQ + qo + wq * 16 + g + 8 * h;
+            o[h] = tile < ntiles && qq < p.nq ? __ldcg(p.thr + slot_of(p, qq)) : 0u;
+        }
+    };
+    load_thr(t, thr_o);
     uint32_t i = 0;
     for (; t < ntiles; i++) {
         const uint32_t row0 = (t / p.nqt) * BR;
         const uint32_t q0 = (t % p.nqt) * BQ;
-        if (STG) {
-            __syncwarp();
-            wst_finish(p, pend);
-            pend = wst_reserve(p, wst_w + (size_t)((i + 1) & 1) * WST_WARPS * WST_CAP, n_p1,
-                               (t_p1 / p.nqt) * BR, (t_p1 % p.nqt) * BQ, (uint32_t)lane);
-        }
-        /* the boundaries the epilogue gates against, read at the tile's start (a boundary
-           only rises: an early value admits a superset and stays exact) */
-        float thr_h[2] = {0.f, 0.f};
+        float thr_h[2];
 #pragma unroll
-        for (int h = 0; h < 2; h++) {
-            const uint32_t qq = q0 + qo + wq * 16 + g + 8 * h;
-            if (qq < p.nq) thr_h[h] = float_of_ord(__ldcg(p.thr + slot_of(p, qq)));
-        }
+        for (int h = 0; h < 2; h++) thr_h[h] = float_of_ord(thr_o[h]);
         uint32_t t_next = ntiles;
         for (int kt = 0; kt < KT; kt++, c++) {
             const int s = (int)(c % STAGES);
             mbar_wait(&full_bar[s], (c / STAGES) & 1u);
-            if (kt == kpub) t_next = __ldcg(log + ((i + 1) % TLOG_RING));
+            if (kt == kpub) {
+                t_next = __ldcg(log + ((i + 1) % TLOG_RING));
+                load_thr(t_next, thr_nx);
+            }
             const T *qs = Qs + (size_t)s * BQ * KC + (size_t)qo * KC;
             const T *rs = Rs + (size_t)s * BR * KC + (size_t)ro * KC;
             wgmma_fence();
@@ -1073,6 +1076,11 @@ scan_tma_kernel(const __grid_constant__ ScanParams p, const __grid_constant__ CU
         wgmma_wait<0>();
         __syncwarp();
         if (lane == 0) mbar_arrive(&empty_bar[(c - 1) % STAGES]);
+        if (STG) { /* before the epilogue: the loads it issues land while the epilogue runs */
+            wst_finish(p, pend);
+            pend = wst_reserve(p, wst_w + (size_t)((i + 1) & 1) * WST_WARPS * WST_CAP, n_p1,
+                               (t_p1 / p.nqt) * BR, (t_p1 % p.nqt) * BQ, (uint32_t)lane);
+        }
         /* the norm table of this tile is complete (both consumer warpgroups wrote it); the
            table of tile i - 1 is no longer read (both passed its epilogue) */
         if (p.metric == 2) named_bar_sync(1, 256);
@@ -1090,6 +1098,8 @@ scan_tma_kernel(const __grid_constant__ ScanParams p, const __grid_constant__ CU
             wcnt = 0;
         }
         t = t_next;
+        thr_o[0] = thr_nx[0];
+        thr_o[1] = thr_nx[1];
     }
     if (STG) { /* the last two tiles' entries (i tiles ran) */
         __syncwarp();
