@@ -763,11 +763,11 @@ __device__ __noinline__ void admit_row(const ScanParams &p, uint32_t li, uint32_
  * site a divergent call whose checks load from the parameters and wait), a fifth on the
  * barrier that kept both consumer warpgroups in step, a quarter waiting for instructions.
  * Here a site where any lane passes appends all of the warp's passing keys at once to the
- * warp's own buffer in shared memory (a ballot, no atomics, no calls, no loads); at the next
- * tile's start the warp's lanes take one entry each, check the row (exists, not deleted,
- * allowed), issue the count atomic and the reads of the query's bin table without waiting
- * (wst_reserve); a tile later they write the candidate, count the histogram bin and check
- * for tightening (wst_finish). No barrier between warps: each warp drains its own buffer.
+ * warp's own buffer in shared memory (a ballot, no atomics, no calls, no loads); in the next
+ * tile, between its last wgmma and its epilogue, the warp's lanes take one entry each, check
+ * the row (exists, not deleted, allowed), issue the count atomic and the reads of the
+ * query's bin table without waiting (wst_reserve); a tile later they write the candidate,
+ * count the histogram bin and check for tightening (wst_finish). No barrier between warps: each warp drains its own buffer.
  * A warp whose buffer passes WST_FLUSH entries within a tile admits them directly
  * (wst_flush), so a buffer never overflows. Entry: key bits << 32 | query in tile << 16 |
  * row in tile. */
