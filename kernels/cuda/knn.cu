@@ -436,7 +436,7 @@ int launch_tma(const sieve__cuda_ctx *c, cudaStream_t s, const ScanParams &p, ui
  * in shared memory; their "-direct" forms admit each key from the epilogue as it passes.
  * TMA-fed warp-specialised tiles, one CTA per SM, direct admissions: "tma64x256",
  * "tma64x128" (64 queries; above 64 both use "tma128x256"), "tma128x256"; and their forms
- * that stage admissions per warp in shared memory (WarpStage in scan.cuh): "tma64x128s"
+ * that stage admissions per warp in shared memory (WST_CAP in scan.cuh): "tma64x128s"
  * (above 64 queries "tma128x256s") and "tma128x256s". The TMA tiles need evenly spaced pages
  * (sieve_matrix.page_base) and fall back to the cp.async tiles otherwise and for the sample
  * and materialized modes.

@@ -767,17 +767,14 @@ __device__ __noinline__ void admit_row(const ScanParams &p, uint32_t li, uint32_
  * tile, between its last wgmma and its epilogue, the warp's lanes take one entry each, check
  * the row (exists, not deleted, allowed), issue the count atomic and the reads of the
  * query's bin table without waiting (wst_reserve); a tile later they write the candidate,
- * count the histogram bin and check for tightening (wst_finish). No barrier between warps: each warp drains its own buffer.
- * A warp whose buffer passes WST_FLUSH entries within a tile admits them directly
- * (wst_flush), so a buffer never overflows. Entry: key bits << 32 | query in tile << 16 |
- * row in tile. */
+ * count the histogram bin and check for tightening (wst_finish). No barrier between warps:
+ * each warp drains its own buffer. A warp whose buffer passes WST_FLUSH entries within a
+ * tile admits them directly (wst_flush), so a buffer never overflows. The buffers live in
+ * the kernel's shared array wst, [tile parity][warp][WST_CAP]; an entry is key bits << 32 |
+ * query in tile << 16 | row in tile. */
 constexpr int WST_CAP = 64;               /* entries of one warp's buffer */
 constexpr int WST_FLUSH = WST_CAP - 32;   /* more than this after a site: admit them now */
 constexpr int WST_WARPS = 8;              /* consumer warps of the TMA scan */
-
-struct WarpStage {
-    uint64_t e[2][WST_WARPS][WST_CAP]; /* by tile parity, warp */
-};
 
 /* One reserved entry, carried in registers from wst_reserve to wst_finish. */
 struct WstPending {
@@ -839,7 +836,8 @@ __device__ __noinline__ void wst_flush(const ScanParams &p, const uint64_t *buf,
  * the per-key form spent about a quarter of the scan's warp samples here at B = 1024 while
  * the tensor cores idled. Accumulator 4n + 2h + j: query qo + 16 wq + g + 8h, row
  * ro + 8n + 2 tq + j. STG: keys are staged in the warp's buffer wbuf (wcnt entries so far,
- * the same in every lane), see WarpStage; otherwise each is admitted as it passes. */
+ * the same in every lane), see the per-warp staging above; otherwise each is admitted as it
+ * passes. */
 template <int WN, bool EUCLID, bool STG>
 __device__ __forceinline__ void tma_epilogue(const ScanParams &p, const float *acc,
                                              const float *thr_h, const float *rn, uint32_t row0,
@@ -941,7 +939,7 @@ scan_tma_kernel(const __grid_constant__ ScanParams p, const __grid_constant__ CU
     __shared__ __align__(8) uint64_t full_bar[STAGES];
     __shared__ __align__(8) uint64_t empty_bar[STAGES];
     __shared__ float rnorm[2][BR]; /* Euclid: |x|^2 of the tile's rows, by tile parity */
-    /* STG: the consumer warps' admission buffers (WarpStage), by tile parity */
+    /* STG: the consumer warps' admission buffers (WST_CAP above), by tile parity */
     __shared__ uint64_t wst[STG ? 2 * WST_WARPS * WST_CAP : 1];
 
     const uint32_t L = p.n_rows;
