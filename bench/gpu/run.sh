@@ -40,8 +40,8 @@ fi
 export LD_LIBRARY_PATH="$G/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export PYTHONUNBUFFERED=1
 B="$G/build"
-BENCH_ARGS=${BENCH_ARGS:-"--dtype float16 --n 1m,5m --batch 1,16,64,128,1024 --k 10,128,1024,8192"}
-TORCH_ARGS=${TORCH_ARGS:-"--dtype float16 --n 1m,5m --batch 1,16,64,128,1024 --k 10,128,1024,8192"}
+BENCH_ARGS=${BENCH_ARGS:-"--dtype float16 --n 1m,5m --batch 1,16,64,128,1024 --k 10,128,1024,8192,16384"}
+TORCH_ARGS=${TORCH_ARGS:-"--dtype float16 --n 1m,5m --batch 1,16,64,128,1024 --k 10,128,1024,8192,16384"}
 E2E_N=${E2E_N:-1000000}
 status=0
 for stage in "$@"; do

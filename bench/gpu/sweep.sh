@@ -9,14 +9,14 @@ case "${1:-}" in -h | --help) sed -n '2,/^[^#]/p' "$0" | sed '$d; s/^# \{0,1\}//
 set -u
 OUT="${OUT:-$PWD/out}"
 mkdir -p "$OUT"
-BENCH_ARGS="--dtype float16 --n 1m,5m --batch 1,16,64,128,1024 --k 10,128,1024,8192 --repeat 10 --mat-repeat 1" \
-  timeout 230 bash -c 'bench/gpu/run.sh bench' 2>&1 | tail -45 | cut -c1-150
+BENCH_ARGS="--dtype float16 --n 1m,5m --batch 1,16,64,128,1024 --k 10,128,1024,8192,16384 --repeat 10 --mat-repeat 1" \
+  timeout 280 bash -c 'bench/gpu/run.sh bench' 2>&1 | tail -55 | cut -c1-150
 cp "$OUT/bench.log" "$OUT/bench_1m5m.log"
-BENCH_ARGS="--dtype float16 --n 8841823 --batch 1,64,1024 --k 10,128,8192 --repeat 10 --no-materialized" \
-  timeout 60 bash -c 'bench/gpu/run.sh bench' 2>&1 | tail -10 | cut -c1-150
+BENCH_ARGS="--dtype float16 --n 8841823 --batch 1,64,1024 --k 10,128,8192,16384 --repeat 10 --no-materialized" \
+  timeout 60 bash -c 'bench/gpu/run.sh bench' 2>&1 | tail -14 | cut -c1-150
 BENCH_ARGS="--dtype bfloat16,float32 --n 5m --batch 1,64 --k 128 --repeat 5 --no-materialized" \
   timeout 60 bash -c 'bench/gpu/run.sh bench' 2>&1 | tail -6 | cut -c1-150
-TORCH_ARGS="--dtype float16 --n 1m,5m,8841823 --batch 1,16,64,128,1024 --k 10,128,1024,8192" \
+TORCH_ARGS="--dtype float16 --n 1m,5m,8841823 --batch 1,16,64,128,1024 --k 10,128,1024,8192,16384" \
   timeout 150 bash -c 'bench/gpu/run.sh torch' 2>&1 | tail -3
 rm -f "$OUT/bench.log"
 ls "$OUT"

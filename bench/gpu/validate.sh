@@ -7,8 +7,10 @@
 # and 128 clients. Everything lands in one archive, $OUT/validate.tar.xz (the device tool
 # brings back only a few files per call); unpack it with `tar -xJf`.
 # Device time: about 9 minutes on an H200 (measured in parts, 2026-11-29: GPU suites 2.5,
-# server 0.3, sanitize 2.6, sweep with torch 2.2, end to end 1.2), close to one call's
-# 10-minute limit; the archive is rewritten after each stage, so a cut call keeps what ran.
+# server 0.3, sanitize 2.6, sweep with torch 2.2 before k = 16384 joined it, end to end
+# 1.2), close to one call's 10-minute limit: better run as two calls (suites, server and
+# sanitize; then sweep and end to end). The archive is rewritten after each stage, so a cut
+# call keeps what ran.
 case "${1:-}" in -h | --help) sed -n '2,/^[^#]/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;; esac
 set -u
 R="${OUT:-$PWD/out}"
