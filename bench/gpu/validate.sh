@@ -11,8 +11,14 @@
 # 1.2), close to one call's 10-minute limit: better run as two calls (suites, server and
 # sanitize; then sweep and end to end). The archive is rewritten after each stage, so a cut
 # call keeps what ran.
+# usage: bench/gpu/validate.sh [all|check|perf]
+#   check: info, GPU suites, server suite, sanitizers (about 5.5 minutes)
+#   perf:  sweep beside torch, end to end (about 3.5 minutes); all (default): both, the
+#          performance part only when the GPU suites pass
 case "${1:-}" in -h | --help) sed -n '2,/^[^#]/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;; esac
 set -u
+part=${1:-all}
+case "$part" in all | check | perf) ;; *) echo "usage: $0 [all|check|perf]" >&2; exit 2 ;; esac
 R="${OUT:-$PWD/out}"
 export OUT="$R/validate"
 mkdir -p "$OUT"
@@ -20,18 +26,24 @@ mkdir -p "$OUT"
 # time limit still brings back the logs of the stages that finished
 pack() { tar -C "$R" -cJf "$R/validate.tar.xz.part" validate && mv "$R/validate.tar.xz.part" "$R/validate.tar.xz"; }
 bench/gpu/run.sh info 2>&1 | tail -4
-TEST_TIMEOUT=${TEST_TIMEOUT:-300} bench/gpu/run.sh test 2>&1 | tail -14
-pack
-if grep -q "Failing: 0" "$OUT/test_knn_cuda.log" && grep -q "Failing: 0" "$OUT/test_devcache.log"; then
-  timeout 60 bench/gpu/run.sh server 2>&1 | tail -3
-  timeout 240 bench/gpu/run.sh sanitize 2>&1 | tail -6
+ok=1
+if [ "$part" != perf ]; then
+  TEST_TIMEOUT=${TEST_TIMEOUT:-300} bench/gpu/run.sh test 2>&1 | tail -14
   pack
-  timeout 240 bench/gpu/sweep.sh 2>&1 | tail -60
+  if grep -q "Failing: 0" "$OUT/test_knn_cuda.log" && grep -q "Failing: 0" "$OUT/test_devcache.log"; then
+    timeout 60 bench/gpu/run.sh server 2>&1 | tail -3
+    timeout 240 bench/gpu/run.sh sanitize 2>&1 | tail -6
+    pack
+  else
+    ok=0
+    echo "GPU suites failed: nothing else ran (logs in the archive)"
+  fi
+fi
+if [ "$part" != check ] && [ $ok -eq 1 ]; then
+  timeout 300 bench/gpu/sweep.sh 2>&1 | tail -70
   pack
   E2E_WORKERS=${E2E_WORKERS:-2} E2E_CLIENTS=${E2E_CLIENTS:-1,64,128} timeout 120 \
     bench/gpu/run.sh e2e 2>&1 | tail -16
-else
-  echo "GPU suites failed: nothing else ran (logs in the archive)"
 fi
 pack && rm -rf "$OUT"
 ls -la "$R"
