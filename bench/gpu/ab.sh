@@ -11,14 +11,7 @@ case "${1:-}" in -h | --help) sed -n '2,/^[^#]/p' "$0" | sed '$d; s/^# \{0,1\}//
 set -uo pipefail
 OUT="${OUT:-$PWD/out}"
 mkdir -p "$OUT"
-for side in gpu gpu-base; do
-  # unpack unless this very archive is unpacked already (a warm machine keeps old trees)
-  sum=$(sha1sum < ".deps/$side.tar.xz") || exit 1
-  if [ "$(cat ".deps/$side/.bundle-sha1" 2>/dev/null)" != "$sum" ]; then
-    rm -rf ".deps/$side" && mkdir -p ".deps/$side" && tar -C ".deps/$side" -xJf ".deps/$side.tar.xz" &&
-      echo "$sum" > ".deps/$side/.bundle-sha1" || exit 1
-  fi
-done
+bench/gpu/unpack.sh gpu && bench/gpu/unpack.sh gpu-base || exit 1
 AB_CASES=${AB_CASES:-"b64:-:--n 5m --batch 64 --k 128"}
 status=0
 for r in $(seq 1 "${AB_ROUNDS:-2}"); do

@@ -28,15 +28,7 @@ set -uo pipefail
 OUT="${OUT:-$PWD/out}"
 mkdir -p "$OUT"
 G="$PWD/.deps/gpu"
-# unpack the carried bundle unless this very archive is unpacked already (a machine kept
-# warm between calls still holds the previous call's tree)
-if [ -f "$PWD/.deps/gpu.tar.xz" ]; then
-  sum=$(sha1sum < "$PWD/.deps/gpu.tar.xz")
-  if [ "$(cat "$G/.bundle-sha1" 2>/dev/null)" != "$sum" ]; then
-    rm -rf "$G" && mkdir -p "$G" && tar -C "$G" -xJf "$PWD/.deps/gpu.tar.xz" &&
-      echo "$sum" > "$G/.bundle-sha1"
-  fi
-fi
+[ -f "$PWD/.deps/gpu.tar.xz" ] && bench/gpu/unpack.sh gpu
 export LD_LIBRARY_PATH="$G/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export PYTHONUNBUFFERED=1
 B="$G/build"
