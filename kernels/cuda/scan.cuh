@@ -850,50 +850,66 @@ __device__ __forceinline__ void tma_epilogue(const ScanParams &p, const float *a
         const bool valid = q0 + ql < p.nq;
         if (!STG && !valid) continue;
         const float thr = thr_h[h];
-        /* keys as the admission computes them; NaN (rows past the end may hold anything)
-           never wins fmaxf and never passes the gate */
+        /* the largest key of each group of 8 (4 steps of n), and of the row; keys as the
+           admission computes them; NaN (rows past the end may hold anything) never wins
+           fmaxf and never passes the gate */
+        constexpr int NG = WN / 32;
+        static_assert(WN % 32 == 0, "groups of 4 steps of n");
+        float gm[NG];
         float m = -__int_as_float(0x7f800000);
 #pragma unroll
-        for (int n = 0; n < WN / 8; n++)
+        for (int gi = 0; gi < NG; gi++) {
+            gm[gi] = -__int_as_float(0x7f800000);
 #pragma unroll
-            for (int j = 0; j < 2; j++) {
-                const float dot = acc[n * 4 + h * 2 + j];
-                m = fmaxf(m, EUCLID ? 2.0f * dot - rn[ro + n * 8 + 2 * tq + j] : dot);
-            }
+            for (int n = 4 * gi; n < 4 * gi + 4; n++)
+#pragma unroll
+                for (int j = 0; j < 2; j++) {
+                    const float dot = acc[n * 4 + h * 2 + j];
+                    const float key = EUCLID ? 2.0f * dot - rn[ro + n * 8 + 2 * tq + j] : dot;
+                    gm[gi] = fmaxf(gm[gi], key);
+                }
+            m = fmaxf(m, gm[gi]);
+        }
         if (STG) {
             if (!__any_sync(~0u, valid && m >= thr)) continue;
         } else if (!(m >= thr)) {
             continue;
         }
 #pragma unroll
-        for (int n = 0; n < WN / 8; n++)
+        for (int gi = 0; gi < NG; gi++) {
+            /* STG: a group none of the warp's lanes passes skips its eight sites (at large k
+               most rows pass somewhere in a warp, fewer groups do) */
+            if (STG && !__any_sync(~0u, valid && gm[gi] >= thr)) continue;
 #pragma unroll
-            for (int j = 0; j < 2; j++) {
-                const int rl = ro + n * 8 + 2 * tq + j;
-                /* + 0: see scan_wgmma_kernel (keys identical to the mma.sync loop) */
-                const float dot = acc[n * 4 + h * 2 + j] + 0.0f;
-                const float key = EUCLID ? 2.0f * dot - rn[rl] : dot;
-                if (STG) {
-                    const bool pass = valid && key >= thr;
-                    const uint32_t bal = __ballot_sync(~0u, pass);
-                    if (bal) {
-                        if (pass)
-                            wbuf[wcnt + __popc(bal & ((1u << lane) - 1u))] =
-                                ((uint64_t)__float_as_uint(key) << 32) |
-                                ((uint32_t)ql << 16 | (uint32_t)rl);
-                        wcnt += __popc(bal);
-                        if (wcnt > (uint32_t)WST_FLUSH) {
-                            __syncwarp();
-                            wst_flush(p, wbuf, wcnt, row0, q0);
-                            __syncwarp();
-                            wcnt = 0;
+            for (int n = 4 * gi; n < 4 * gi + 4; n++)
+#pragma unroll
+                for (int j = 0; j < 2; j++) {
+                    const int rl = ro + n * 8 + 2 * tq + j;
+                    /* + 0: see scan_wgmma_kernel (keys identical to the mma.sync loop) */
+                    const float dot = acc[n * 4 + h * 2 + j] + 0.0f;
+                    const float key = EUCLID ? 2.0f * dot - rn[rl] : dot;
+                    if (STG) {
+                        const bool pass = valid && key >= thr;
+                        const uint32_t bal = __ballot_sync(~0u, pass);
+                        if (bal) {
+                            if (pass)
+                                wbuf[wcnt + __popc(bal & ((1u << lane) - 1u))] =
+                                    ((uint64_t)__float_as_uint(key) << 32) |
+                                    ((uint32_t)ql << 16 | (uint32_t)rl);
+                            wcnt += __popc(bal);
+                            if (wcnt > (uint32_t)WST_FLUSH) {
+                                __syncwarp();
+                                wst_flush(p, wbuf, wcnt, row0, q0);
+                                __syncwarp();
+                                wcnt = 0;
+                            }
                         }
+                    } else {
+                        if (!(key >= thr)) continue;
+                        admit_row(p, row0 + rl, q0 + ql, key);
                     }
-                } else {
-                    if (!(key >= thr)) continue;
-                    admit_row(p, row0 + rl, q0 + ql, key);
                 }
-            }
+        }
     }
 }
 
