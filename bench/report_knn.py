@@ -23,6 +23,10 @@ def load(path):
     return rows
 
 
+def res(r):
+    return r.get("results", "pageable")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sieve", required=True, help="sieve-bench knn --json output")
@@ -31,16 +35,19 @@ def main():
     ap.add_argument("--md", help="write the Markdown table here (default: stdout)")
     ap.add_argument("--plots", help="write PREFIX-vs-n.png and PREFIX-vs-k.png")
     a = ap.parse_args()
-    sv = load(a.sieve)
+    allsv = load(a.sieve)
     tq = {(r["n"], r["dtype"], r["batch"], r["k"]): r.get("torch_ms") for r in load(a.torch) if r.get("mode") == "torch"}
     ceil = {r["what"]: r["value"] for r in load(a.ceilings) if r.get("mode") == "ceiling"}
     out = []
+    sv = allsv
     if ceil:
         out.append("Measured ceilings in this run: " + ", ".join(f"{k} {v:.2f}" for k, v in sorted(ceil.items())) + "\n")
     # "of which download": copying the results to the caller's host arrays, part of the
     # fused time (torch's time, CUDA events around matmul + topk, has no such copy)
-    out.append("| N | dtype | B | k | fused ms | of which download | materialized ms | torch ms | floor ms | % of floor | vs torch | admitted/query | exact | paths c/u/o/f/d |")
-    out.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    # "results": where the caller's result arrays live (sieve-bench --results; pinned ones
+    # are written by the copy engine directly, pageable ones through a staging buffer)
+    out.append("| N | dtype | results | B | k | fused ms | of which download | materialized ms | torch ms | floor ms | % of floor | vs torch | admitted/query | exact | paths c/u/o/f/d |")
+    out.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in sv:
         key = (r["n"], r["dtype"], r["batch"], r["k"])
         t = tq.get(key)
@@ -49,10 +56,28 @@ def main():
         def num(v, fmt):
             return format(v, fmt) if isinstance(v, (int, float)) else "-"
         out.append(
-            f"| {r['n']:,} | {r['dtype']} | {r['batch']} | {r['k']} | {num(r['fused_ms'], '.3f')} | "
+            f"| {r['n']:,} | {r['dtype']} | {res(r)} | {r['batch']} | {r['k']} | {num(r['fused_ms'], '.3f')} | "
             f"{num(r.get('download_ms'), '.3f')} | {num(r['materialized_ms'], '.2f')} | {num(t, '.3f')} | {num(r['floor_ms'], '.3f')} | "
             f"{pct:.0f}% | {vs} | {r['admitted_per_query']:.0f} | {r['exact']} | "
             f"{'/'.join(str(x) for x in r['paths'])} |")
+    # what large k costs: fused time at k over the same shape's time at k = 128
+    base = {(r["n"], r["dtype"], res(r), r["batch"]): r["fused_ms"] for r in sv if r["k"] == 128 and r["fused_ms"]}
+    big = sorted({r["k"] for r in sv if r["k"] > 128})
+    lines = []
+    for (n, d, rs, b), t128 in sorted(base.items()):
+        cells = []
+        for k in big:
+            t = next((r["fused_ms"] for r in sv if (r["n"], r["dtype"], res(r), r["batch"], r["k"]) == (n, d, rs, b, k)), None)
+            cells.append(f"{100.0 * (t / t128 - 1):+.0f}%" if t else "-")
+        if any(c != "-" for c in cells):
+            lines.append(f"| {n:,} | {d} | {rs} | {b} | {t128:.3f} | " + " | ".join(cells) + " |")
+    if lines:
+        out.append("")
+        out.append("Cost of large k (fused time over the same shape at k = 128):")
+        out.append("")
+        out.append("| N | dtype | results | B | k=128 ms | " + " | ".join(f"k={k}" for k in big) + " |")
+        out.append("|---|---|---|---|---|" + "---|" * len(big))
+        out.extend(lines)
     text = "\n".join(out) + "\n"
     if a.md:
         open(a.md, "w").write(text)
@@ -66,6 +91,7 @@ def main():
         except ImportError:
             print("matplotlib not installed: no plots", file=sys.stderr)
             return 0
+        sv = [r for r in allsv if res(r) == "pageable"]  # the plots compare like with like
         # time vs N at k=128 per batch (fp16)
         fig, ax = plt.subplots(figsize=(7, 4.5))
         for i, b in enumerate(sorted({r["batch"] for r in sv})):

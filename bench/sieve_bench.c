@@ -35,12 +35,29 @@ typedef struct knn_opts {
     int repeat, warmup, mat_repeat;
     int validate;       /* 0 none, 1 fused == materialized */
     int materialized;   /* time the materialized baseline */
+    int pinned_results; /* result arrays in page-locked host memory */
+    uint32_t sample_rows; /* sieve_search_params.sample_rows; 0: the default */
     double bw_gbs, tflops_f16, tflops_bf16, tflops_f32;
     const char *json;
     uint64_t seed;
     const char *base_path;    /* rows from this file instead of a synthetic pattern */
     const char *queries_path; /* queries from this file (batch B = its first B rows) */
 } knn_opts;
+
+/* Result arrays: page-locked (sieve_host_alloc_pinned) or malloc; NULL on failure. */
+static void *res_alloc(sieve_device *dev, int pinned, size_t bytes) {
+    void *p = NULL;
+    if (!pinned) return malloc(bytes);
+    return sieve_host_alloc_pinned(dev, bytes, &p) ? NULL : p;
+}
+
+static void res_free(sieve_device *dev, int pinned, void *p) {
+    if (!p) return;
+    if (pinned)
+        sieve_host_free_pinned(dev, p);
+    else
+        free(p);
+}
 
 static double now_ms(void) {
     struct timespec ts;
@@ -121,6 +138,11 @@ static void knn_usage(FILE *f) {
             "  --warmup W         untimed calls first                    (default 2)\n"
             "  --no-materialized  skip the materialized baseline and the exactness check\n"
             "  --mat-repeat R     timed materialized calls               (default 3)\n"
+            "  --sample-rows S    rows in the strided sample (default: the library's,\n"
+            "                     max(16384, 8k))\n"
+            "  --results KIND     pageable | pinned: where the result arrays live (pinned:\n"
+            "                     sieve_host_alloc_pinned, copied there directly; pageable:\n"
+            "                     malloc, through a staging buffer)   (default pageable)\n"
             "  --bw GBS           memory bandwidth for the floor         (default 4250)\n"
             "  --tflops-f16 T     --tflops-bf16 T  --tflops-f32 T        (default 708, 730, 50.6)\n"
             "  --seed S           data and query seed                    (default 1)\n"
@@ -229,6 +251,20 @@ static int knn_parse(int argc, char **argv, knn_opts *o) {
             NEED();
             o->mat_repeat = atoi(v);
             if (o->mat_repeat <= 0) goto bad;
+        } else if (!strcmp(a, "--sample-rows")) {
+            NEED();
+            char *end = NULL;
+            unsigned long sr = strtoul(v, &end, 10);
+            if (!end || *end || sr == 0 || sr > UINT32_MAX) goto bad;
+            o->sample_rows = (uint32_t)sr;
+        } else if (!strcmp(a, "--results")) {
+            NEED();
+            if (!strcmp(v, "pinned"))
+                o->pinned_results = 1;
+            else if (!strcmp(v, "pageable"))
+                o->pinned_results = 0;
+            else
+                goto bad;
         } else if (!strcmp(a, "--no-materialized")) {
             o->materialized = 0;
             o->validate = 0;
@@ -449,8 +485,10 @@ static int run_knn(int argc, char **argv) {
         sieve_device_close(dev);
         return 1;
     }
-    printf("# sieve-bench knn on %s; dim %u, metric %s, data %s, %d timed calls (median)\n",
-           info.name, o.dim, sieve_metric_name(o.metric), data_label, o.repeat);
+    printf("# sieve-bench knn on %s; dim %u, metric %s, data %s, %d timed calls (median), "
+           "%s result arrays\n",
+           info.name, o.dim, sieve_metric_name(o.metric), data_label, o.repeat,
+           o.pinned_results ? "pinned" : "pageable");
     printf("# floor = max(stored bytes / %.0f GB/s, 2*B*N*dim / dtype rate); times are whole\n"
            "# sieve_knn calls (query upload, sample, scan, select, result download)\n",
            o.bw_gbs);
@@ -510,10 +548,14 @@ static int run_knn(int argc, char **argv) {
                     if (k > n) continue;
                     sieve_search_params p;
                     sieve_search_params_init(&p, o.metric, k);
+                    p.sample_rows = o.sample_rows;
                     size_t nr = (size_t)B * k;
-                    int64_t *rows = malloc(nr * 8), *mrows = malloc(nr * 8);
-                    float *sc = malloc(nr * 4), *msc = malloc(nr * 4);
-                    uint32_t *cnt = malloc((size_t)B * 4), *mcnt = malloc((size_t)B * 4);
+                    int64_t *rows = res_alloc(dev, o.pinned_results, nr * 8);
+                    int64_t *mrows = res_alloc(dev, o.pinned_results, nr * 8);
+                    float *sc = res_alloc(dev, o.pinned_results, nr * 4);
+                    float *msc = res_alloc(dev, o.pinned_results, nr * 4);
+                    uint32_t *cnt = res_alloc(dev, o.pinned_results, (size_t)B * 4);
+                    uint32_t *mcnt = res_alloc(dev, o.pinned_results, (size_t)B * 4);
                     size_t sb = 0;
                     void *scratch = NULL;
                     rc = (rows && mrows && sc && msc && cnt && mcnt) ? 0 : SIEVE_ENOMEM;
@@ -582,13 +624,14 @@ static int run_knn(int argc, char **argv) {
                     if (js)
                         fprintf(js,
                                 "{\"mode\":\"knn\",\"device\":\"%s\",\"n\":%llu,\"dim\":%u,"
-                                "\"dtype\":\"%s\",\"metric\":\"%s\",\"data\":\"%s\",\"batch\":%u,"
+                                "\"dtype\":\"%s\",\"metric\":\"%s\",\"data\":\"%s\",\"results\":\"%s\",\"sample_rows\":%u,\"batch\":%u,"
                                 "\"k\":%u,\"fused_ms\":%s,\"materialized_ms\":%s,"
                                 "\"floor_ms\":%s,\"exact\":\"%s\",\"admitted_per_query\":%.1f,"
                                 "\"sample_ms\":%.4f,\"scan_ms\":%.4f,\"select_ms\":%.4f,\"download_ms\":%.4f,"
                                 "\"paths\":[%llu,%llu,%llu,%llu,%llu]}\n",
                                 info.name, (unsigned long long)n, o.dim, sieve_dtype_name(dt),
-                                sieve_metric_name(o.metric), data_label, B, k,
+                                sieve_metric_name(o.metric), data_label,
+                                o.pinned_results ? "pinned" : "pageable", o.sample_rows, B, k,
                                 jnum(jf, fused), jnum(jm, mat), jnum(jl, floor_ms), exact,
                                 (double)st.candidates_admitted / B,
                                 st.ms_sample, st.ms_scan, st.ms_select, st.ms_download,
@@ -597,12 +640,12 @@ static int run_knn(int argc, char **argv) {
                                 (unsigned long long)st.path_count[4]);
                     free(t);
                     sieve_device_free(dev, scratch);
-                    free(rows);
-                    free(mrows);
-                    free(sc);
-                    free(msc);
-                    free(cnt);
-                    free(mcnt);
+                    res_free(dev, o.pinned_results, rows);
+                    res_free(dev, o.pinned_results, mrows);
+                    res_free(dev, o.pinned_results, sc);
+                    res_free(dev, o.pinned_results, msc);
+                    res_free(dev, o.pinned_results, cnt);
+                    res_free(dev, o.pinned_results, mcnt);
                     rc = 0;
                 }
                 free(q);

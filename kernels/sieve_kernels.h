@@ -299,7 +299,10 @@ int sieve_knn_scratch_size(sieve_device *dev, const sieve_matrix *m, uint32_t n_
  *   owns it; when scratch is NULL the function allocates and frees its own.
  * out_rows, out_scores: n_queries x p->k, host memory, written best first. When fewer than
  *   k rows are eligible (deleted/allowed masks), the tail is padded with row -1 and score
- *   NaN, and out_counts (optional, n_queries) says how many are real.
+ *   NaN, and out_counts (optional, n_queries) says how many are real. On a GPU, arrays that
+ *   lie in page-locked memory (sieve_host_alloc_pinned, or registered with CUDA) are written
+ *   by the copy engine directly; pageable arrays go through a staging buffer and a host
+ *   copy.
  * out_paths: optional, n_queries bytes of sieve_search_path.
  * stats: optional; overwritten.
  * Reported scores: the key for Dot and Cosine; the Euclidean distance for Euclid.

@@ -864,7 +864,8 @@ int upload_queries(Search &S, const float *queries) {
     return prep_queries(S);
 }
 
-/* Device -> pageable host copy of the result arrays through the pinned staging buffer.
+/* Device -> host copy of the result arrays: straight into them when the caller's arrays are
+ * page-locked, otherwise through the pinned staging buffer.
  * Large results go in chunks: each chunk's copy to pinned memory is queued with an event,
  * and up to DL_THREADS host threads move landed chunks to the caller's arrays while later
  * chunks are still crossing the bus (the host copy, not the bus, is the slower half). */
@@ -872,9 +873,38 @@ constexpr size_t DL_CHUNK = 1u << 20;
 constexpr size_t DL_PIPELINE_MIN = 2u << 20;
 constexpr unsigned DL_THREADS = 8;
 
+/* True when [p, p + len) starts and ends in page-locked host memory (cudaHostAlloc or
+ * cudaHostRegister), so the copy engine can write it directly. Pageable memory reports
+ * cudaMemoryTypeUnregistered; managed and device memory are not taken. */
+bool host_pinned(const void *p, size_t len) {
+    if (!p || !len) return false;
+    const void *ends[2] = {p, (const unsigned char *)p + len - 1};
+    for (const void *e : ends) {
+        cudaPointerAttributes a;
+        if (cudaPointerGetAttributes(&a, e) != cudaSuccess) {
+            (void)cudaGetLastError(); /* not sticky: clear it */
+            return false;
+        }
+        if (a.type != cudaMemoryTypeHost) return false;
+    }
+    return true;
+}
+
 int download_results(Search &S, int64_t *out_rows, float *out_scores, uint32_t *out_counts) {
     const Plan &pl = S.pl;
     size_t nr = (size_t)pl.nq * pl.k;
+    if (host_pinned(out_rows, nr * 8) && host_pinned(out_scores, nr * 4)) {
+        /* the caller's arrays are page-locked: one copy each over the bus, no host copy */
+        SIEVE_CUDA_TRY(cudaMemcpyAsync(out_rows, S.at<int64_t>(S.L.outrows), nr * 8,
+                                       cudaMemcpyDeviceToHost, S.s));
+        SIEVE_CUDA_TRY(cudaMemcpyAsync(out_scores, S.at<float>(S.L.outscores), nr * 4,
+                                       cudaMemcpyDeviceToHost, S.s));
+        if (out_counts)
+            SIEVE_CUDA_TRY(cudaMemcpyAsync(out_counts, S.at<uint32_t>(S.L.outcounts),
+                                           pl.nq * 4, cudaMemcpyDeviceToHost, S.s));
+        SIEVE_CUDA_TRY(cudaStreamSynchronize(S.s));
+        return 0;
+    }
     size_t need = nr * 8 + nr * 4 + (size_t)pl.nq * 4 + 64;
     int rc = ensure_pinned(S.c, need);
     if (rc) return rc;

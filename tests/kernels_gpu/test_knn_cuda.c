@@ -399,6 +399,87 @@ Test(knn_cuda, scan_variants_give_identical_keys, .timeout = 900) {
     sieve_device_close(cpu);
 }
 
+/* Result arrays in page-locked memory are written by the copy engine directly; they must
+ * hold exactly what pageable arrays get through the staging buffer: small results (one
+ * staged copy), large ones (the chunked pipeline), and padding when fewer than k rows are
+ * eligible. A page-locked array with a pageable partner takes the staged path. */
+Test(knn_cuda, pinned_results_match_pageable, .timeout = 600) {
+    SKIP_WITHOUT_GPU();
+    sieve_device *gpu = NULL, *cpu = NULL;
+    cr_assert_eq(sieve_device_open("cuda:0", &gpu), 0);
+    cr_assert_eq(sieve_device_open("cpu", &cpu), 0);
+    const uint64_t n = 100003;
+    const uint32_t dim = 256;
+    sieve_dev_matrix *dm = NULL;
+    cr_assert_eq(sieve_dev_matrix_create(gpu, SIEVE_DTYPE_F16, n, dim, 1024, &dm), 0);
+    cr_assert_eq(sieve_device_fill_rows(gpu, sieve_dev_matrix_rows(dm), SIEVE_DTYPE_F16, n, dim,
+                                        SIEVE_PATTERN_NORMAL, 9), 0);
+    cr_assert_eq(sieve_dev_matrix_update_norms(dm), 0);
+    /* shapes: 60 results (one copy), 1.6M results (19 MB, chunked), and k above the
+       eligible rows of a 1500-row prefix (about 1030; padding) */
+    const struct { uint32_t B, k; uint64_t rows; int masks; } sh[] = {
+        {3, 20, n, 0}, {200, 8192, n, 0}, {5, 2000, 1500, 1}};
+    for (int si = 0; si < 3; si++) {
+        uint32_t B = sh[si].B, k = sh[si].k;
+        uint64_t *del = NULL, *allow = NULL;
+        if (sh[si].masks) {
+            make_masks(n, &del, &allow);
+            for (uint64_t r = sh[si].rows; r < n; r++) allow[r / 64] &= ~(1ull << (r % 64));
+        }
+        cr_assert_eq(sieve_dev_matrix_set_masks(dm, del, allow), 0);
+        const sieve_matrix *m = sieve_dev_matrix_view(dm);
+        float *q = malloc((size_t)B * dim * 4);
+        cr_assert_not_null(q);
+        sieve_device_fill_normal(cpu, q, SIEVE_DTYPE_F32, (size_t)B * dim, 21 + si, 1.0f);
+        sieve_search_params p;
+        sieve_search_params_init(&p, SIEVE_METRIC_DOT, k);
+        size_t nr = (size_t)B * k;
+        int64_t *rows = malloc(nr * 8), *prows = NULL;
+        float *sc = malloc(nr * 4), *psc = NULL;
+        uint32_t *cnt = malloc(B * 4), *pcnt = NULL;
+        cr_assert(rows && sc && cnt);
+        cr_assert_eq(sieve_host_alloc_pinned(gpu, nr * 8, (void **)&prows), 0);
+        cr_assert_eq(sieve_host_alloc_pinned(gpu, nr * 4, (void **)&psc), 0);
+        cr_assert_eq(sieve_host_alloc_pinned(gpu, B * 4, (void **)&pcnt), 0);
+        memset(prows, 0x5a, nr * 8);
+        memset(psc, 0x5a, nr * 4);
+        memset(pcnt, 0x5a, B * 4);
+        int rc = sieve_knn(gpu, m, q, B, &p, NULL, 0, rows, sc, cnt, NULL, NULL);
+        cr_assert_eq(rc, 0, "pageable B=%u k=%u: %s", B, k, sieve_strerror(rc));
+        rc = sieve_knn(gpu, m, q, B, &p, NULL, 0, prows, psc, pcnt, NULL, NULL);
+        cr_assert_eq(rc, 0, "pinned B=%u k=%u: %s", B, k, sieve_strerror(rc));
+        cr_assert_eq(memcmp(cnt, pcnt, B * 4), 0, "B=%u k=%u: counts differ", B, k);
+        for (size_t i = 0; i < nr; i++) {
+            cr_assert_eq(rows[i], prows[i], "B=%u k=%u i=%zu: row %lld vs pinned %lld", B, k, i,
+                         (long long)rows[i], (long long)prows[i]);
+            cr_assert_eq(memcmp(&sc[i], &psc[i], 4), 0, "B=%u k=%u i=%zu: score differs", B, k, i);
+        }
+        if (sh[si].masks) {
+            cr_assert_lt(pcnt[0], k, "the padding case must pad");
+            cr_assert(prows[k - 1] == -1 && isnan(psc[k - 1]), "padding in pinned arrays");
+        }
+        /* pinned rows with pageable scores: the staged path, same answer */
+        memset(prows, 0x5a, nr * 8);
+        memset(sc, 0x5a, nr * 4);
+        rc = sieve_knn(gpu, m, q, B, &p, NULL, 0, prows, sc, NULL, NULL, NULL);
+        cr_assert_eq(rc, 0, "mixed B=%u k=%u: %s", B, k, sieve_strerror(rc));
+        cr_assert_eq(memcmp(prows, rows, nr * 8), 0, "mixed B=%u k=%u: rows differ", B, k);
+        cr_assert_eq(memcmp(sc, psc, nr * 4), 0, "mixed B=%u k=%u: scores differ", B, k);
+        sieve_host_free_pinned(gpu, prows);
+        sieve_host_free_pinned(gpu, psc);
+        sieve_host_free_pinned(gpu, pcnt);
+        free(rows);
+        free(sc);
+        free(cnt);
+        free(q);
+        free(del);
+        free(allow);
+    }
+    sieve_dev_matrix_destroy(dm);
+    sieve_device_close(gpu);
+    sieve_device_close(cpu);
+}
+
 Test(knn_cuda, skips_cleanly_without_gpu) {
     /* On a machine without a GPU, opening cuda:0 fails with SIEVE_ENODEV, and auto is the CPU. */
     if (have_gpu()) {
