@@ -133,38 +133,75 @@ __global__ void count_eligible_kernel(const uint64_t *deleted, const uint64_t *a
     if ((threadIdx.x & 31) == 0 && c) atomicAdd(out, c);
 }
 
-/* Value (as ordered uint) at descending rank `rank` of n keys, by 4 radix passes. */
-__device__ uint32_t block_select_desc(const float *keys, uint32_t n, uint32_t rank,
-                                      uint32_t *hist, uint32_t *sel) {
-    uint32_t prefix = 0, mask = 0, remaining = rank;
-    for (int shift = 24; shift >= 0; shift -= 8) {
-        for (int i = threadIdx.x; i < 256; i += blockDim.x) hist[i] = 0;
+/* Adds each lane's key to bin `bin` of h when `on`; lanes of the warp with the same bin add
+ * once, together (a sample's keys share their top bytes, so one atomic per key would queue
+ * on one or two bins). Every lane of the warp calls it. */
+__device__ inline void hist_add_warp(uint32_t *h, uint32_t bin, bool on) {
+    if (!__any_sync(0xffffffffu, on)) return;
+    const uint32_t peers = __match_any_sync(0xffffffffu, on ? bin : 0xffffffffu);
+    if (on && (threadIdx.x & 31u) == (uint32_t)(__ffs(peers) - 1))
+        atomicAdd(&h[bin], (uint32_t)__popc(peers));
+}
+
+/* Ordered values at descending ranks 0, rj and rj2 of n keys. */
+struct Sel3 {
+    uint32_t hi, j, j2;
+};
+
+/* Sel3 of n keys (global or shared memory) for the whole block (blockDim.x a multiple of 32,
+ * at least 64): the maximum by one reduction pass, ranks rj and rj2 (each only when wanted;
+ * 0 otherwise) by 4 radix passes of 8 bits that read the keys once for both ranks (a rank at
+ * or past n gives what a selection of that rank alone gives). hist: 512 words of shared
+ * memory, sel: 4, mx: 1. */
+__device__ Sel3 block_select3_desc(const float *keys, uint32_t n, uint32_t rj, uint32_t rj2,
+                                   bool want_j, bool want_j2, uint32_t *hist, uint32_t *sel,
+                                   uint32_t *mx) {
+    const uint32_t tid = threadIdx.x, bd = blockDim.x;
+    if (tid == 0) *mx = 0u; /* the smallest ordered value */
+    __syncthreads();
+    uint32_t m = 0u;
+    for (uint32_t i = tid; i < n; i += bd) m = max(m, ord_of(keys[i]));
+    m = __reduce_max_sync(0xffffffffu, m);
+    if ((tid & 31u) == 0) atomicMax(mx, m);
+    uint32_t pj = 0, pj2 = 0, mask = 0, rem_j = rj, rem_j2 = rj2;
+    for (int shift = 24; shift >= 0 && (want_j || want_j2); shift -= 8) {
+        for (uint32_t i = tid; i < 512; i += bd) hist[i] = 0;
         __syncthreads();
-        for (uint32_t i = threadIdx.x; i < n; i += blockDim.x) {
-            uint32_t u = ord_of(keys[i]);
-            if ((u & mask) == prefix) atomicAdd(&hist[(u >> shift) & 255u], 1u);
+        for (uint32_t base = 0; base < n; base += bd) {
+            const uint32_t i = base + tid;
+            const bool in = i < n;
+            const uint32_t u = in ? ord_of(keys[i]) : 0u;
+            const uint32_t d = (u >> shift) & 255u;
+            if (want_j) hist_add_warp(hist, d, in && (u & mask) == pj);
+            if (want_j2) hist_add_warp(hist + 256, d, in && (u & mask) == pj2);
         }
         __syncthreads();
-        if (threadIdx.x == 0) {
+        /* the digit: the highest bin whose count from the top passes the remaining rank */
+        if ((tid == 0 && want_j) || (tid == 32 && want_j2)) {
+            const uint32_t *h = tid == 0 ? hist : hist + 256;
+            const uint32_t remaining = tid == 0 ? rem_j : rem_j2;
             uint32_t accu = 0, d = 0;
             for (int b = 255; b >= 0; b--) {
-                uint32_t c = hist[b];
+                const uint32_t c = h[b];
                 if (accu + c > remaining) {
                     d = (uint32_t)b;
                     break;
                 }
                 accu += c;
             }
-            sel[0] = d;
-            sel[1] = remaining - accu;
+            sel[tid == 0 ? 0 : 2] = d;
+            sel[tid == 0 ? 1 : 3] = remaining - accu;
         }
         __syncthreads();
-        prefix |= sel[0] << shift;
+        pj |= sel[0] << shift;
+        rem_j = sel[1];
+        pj2 |= sel[2] << shift;
+        rem_j2 = sel[3];
         mask |= 255u << shift;
-        remaining = sel[1];
         __syncthreads();
     }
-    return prefix;
+    __syncthreads();
+    return {*mx, want_j ? pj : 0u, want_j2 ? pj2 : 0u};
 }
 
 /* Query q's bin table over [lo, hi]: edges[q][b] = edge_at(b, lo, w) and binw[q] = w, so
@@ -176,6 +213,31 @@ __device__ void write_edges(float *edges, float *binw, uint32_t q, float lo, flo
     if (threadIdx.x == 0) binw[q] = w;
 }
 
+/* The n keys in shared memory (keys_s, dynamic, when they fit in SELECT_SMEM bytes) or in
+ * place. */
+constexpr size_t SELECT_SMEM = 96 * 1024;
+__device__ const float *stage_keys(const float *keys, uint32_t n, float *keys_s) {
+    if ((size_t)n * sizeof(float) > SELECT_SMEM) return keys;
+    for (uint32_t i = threadIdx.x; i < n; i += blockDim.x) keys_s[i] = keys[i];
+    __syncthreads();
+    return keys_s;
+}
+
+/* Test entry's kernel: block b selects over list b (n keys) into out[3b .. 3b + 2]. */
+__global__ void select3_kernel(const float *keys, uint32_t n, uint32_t rj, uint32_t rj2,
+                               float *out) {
+    extern __shared__ float keys_s[];
+    __shared__ uint32_t h[512];
+    __shared__ uint32_t sel[4], mx;
+    const float *k = stage_keys(keys + (size_t)blockIdx.x * n, n, keys_s);
+    const Sel3 r = block_select3_desc(k, n, rj, rj2, true, true, h, sel, &mx);
+    if (threadIdx.x == 0) {
+        out[3 * blockIdx.x + 0] = float_of_ord(r.hi);
+        out[3 * blockIdx.x + 1] = float_of_ord(r.j);
+        out[3 * blockIdx.x + 2] = float_of_ord(r.j2);
+    }
+}
+
 /* One block per query: proposed boundary (rank j), secondary (rank j2, or -inf when
  * j2 >= s_e), sample max; bins over [boundary, max]; state reset. forced: use `fb`. */
 __global__ void propose_kernel(const float *sample, uint32_t S, uint32_t s_e, uint32_t j,
@@ -183,18 +245,14 @@ __global__ void propose_kernel(const float *sample, uint32_t S, uint32_t s_e, ui
                                float *hi_out, float *edges, float *binw, uint32_t *hist,
                                uint32_t *cnt) {
     extern __shared__ float keys_s[];
-    __shared__ uint32_t h[256];
-    __shared__ uint32_t sel[2];
+    __shared__ uint32_t h[512];
+    __shared__ uint32_t sel[4], mx;
     uint32_t q = blockIdx.x;
-    const float *keys = sample + (size_t)q * S;
-    if (S * sizeof(float) <= 96 * 1024) {
-        for (uint32_t i = threadIdx.x; i < S; i += blockDim.x) keys_s[i] = keys[i];
-        __syncthreads();
-        keys = keys_s;
-    }
-    uint32_t o_hi = block_select_desc(keys, S, 0, h, sel);
-    uint32_t o_j = forced ? 0u : block_select_desc(keys, S, j, h, sel);
-    uint32_t o_j2 = j2 < s_e ? block_select_desc(keys, S, j2, h, sel) : NEG_INF_ORD;
+    const float *keys = stage_keys(sample + (size_t)q * S, S, keys_s);
+    const Sel3 r = block_select3_desc(keys, S, j, j2, !forced, j2 < s_e, h, sel, &mx);
+    uint32_t o_hi = r.hi;
+    uint32_t o_j = r.j;
+    uint32_t o_j2 = j2 < s_e ? r.j2 : NEG_INF_ORD;
     float lo = forced ? fb : float_of_ord(o_j);
     float hi = float_of_ord(o_hi);
     if (hi < lo) hi = lo;
@@ -1082,9 +1140,9 @@ extern "C" int sieve__cuda_knn(void *ctx, const sieve_matrix *m, const float *qu
         sp.s_count = pl.S;
         sp.sample_out = S.at<float>(S.L.sample);
         if ((rc = launch_scan<MODE_SAMPLE>(S.c, S.s, m->dtype, sp, pl.S))) return rc;
-        size_t psm = (size_t)pl.S * 4 <= 96 * 1024 ? (size_t)pl.S * 4 : 0;
+        size_t psm = (size_t)pl.S * 4 <= SELECT_SMEM ? (size_t)pl.S * 4 : 0;
         SIEVE_CUDA_TRY(cudaFuncSetAttribute(propose_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                            96 * 1024));
+                                            (int)SELECT_SMEM));
         propose_kernel<<<n_queries, 512, psm, S.s>>>(
             S.at<float>(S.L.sample), pl.S, (uint32_t)s_e, j, j2, p->force_boundary,
             p->forced_boundary, S.at<uint32_t>(S.L.thr), S.at<uint32_t>(S.L.thr2),
@@ -1230,4 +1288,30 @@ extern "C" int sieve__cuda_knn_materialized(void *ctx, const sieve_matrix *m,
     st.ms_total = sieve__now_ms() - t0;
     if (stats) *stats = st;
     return 0;
+}
+
+/* Test entry (sieve_kernels_internal.h): the sample selection of propose_kernel over `lists`
+ * host lists of n keys each; out (host, lists x 3): the keys at descending ranks 0, rj, rj2. */
+extern "C" int sieve__cuda_select3(void *ctx, const float *keys, uint32_t lists, uint32_t n,
+                                   uint32_t rj, uint32_t rj2, float *out) {
+    sieve__cuda_ctx *c = (sieve__cuda_ctx *)ctx;
+    if (!c || !keys || !out || !lists || !n) return SIEVE_EINVAL;
+    const size_t kb = (size_t)lists * n * sizeof(float), ob = (size_t)lists * 3 * sizeof(float);
+    float *dk = nullptr, *dout = nullptr;
+    cudaError_t e = cudaMalloc(&dk, kb);
+    if (e == cudaSuccess) e = cudaMalloc(&dout, ob);
+    if (e == cudaSuccess) e = cudaMemcpyAsync(dk, keys, kb, cudaMemcpyHostToDevice, c->stream);
+    if (e == cudaSuccess)
+        e = cudaFuncSetAttribute(select3_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                 (int)SELECT_SMEM);
+    if (e == cudaSuccess) {
+        const size_t sm = (size_t)n * sizeof(float) <= SELECT_SMEM ? (size_t)n * sizeof(float) : 0;
+        select3_kernel<<<lists, 512, sm, c->stream>>>(dk, n, rj, rj2, dout);
+        e = cudaGetLastError();
+    }
+    if (e == cudaSuccess) e = cudaMemcpyAsync(out, dout, ob, cudaMemcpyDeviceToHost, c->stream);
+    if (e == cudaSuccess) e = cudaStreamSynchronize(c->stream);
+    cudaFree(dk);
+    cudaFree(dout);
+    return e == cudaSuccess ? 0 : sieve__cuda_fail(e, "select3", __FILE__, __LINE__);
 }

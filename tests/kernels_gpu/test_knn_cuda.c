@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "sieve_kernels.h"
+#include "sieve_kernels_internal.h"
 
 static int have_gpu(void) { return sieve_cuda_device_count() > 0; }
 
@@ -476,6 +477,88 @@ Test(knn_cuda, pinned_results_match_pageable, .timeout = 600) {
         free(allow);
     }
     sieve_dev_matrix_destroy(dm);
+    sieve_device_close(gpu);
+    sieve_device_close(cpu);
+}
+
+/* Host reference of the sample selection: the float bits at descending rank r of the keys
+ * ordered as their bits map to ordered integers (the kernels' order: -0 < +0, -inf lowest). */
+static uint32_t ord_bits(float f) {
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+}
+
+static int cmp_desc_u32(const void *a, const void *b) {
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return x < y ? 1 : x > y ? -1 : 0;
+}
+
+static uint32_t bits_at_rank(const uint32_t *sorted_ord, uint32_t r) {
+    uint32_t o = sorted_ord[r];
+    return (o & 0x80000000u) ? (o & 0x7fffffffu) : ~o;
+}
+
+/* The propose step's selection (maximum and two ranks of each query's sample keys, one
+ * joint radix pass per digit with warp-aggregated histograms) against a full sort of the same
+ * keys, bit for bit: lists in shared memory and in global memory, lengths that are not a
+ * multiple of the block, all-equal keys, narrow bands that share their top bytes, -inf
+ * (ineligible sample rows), signed zeros, sorted lists, and the first and last ranks. */
+Test(knn_cuda, sample_selection_matches_a_sort, .timeout = 300) {
+    SKIP_WITHOUT_GPU();
+    sieve_device *gpu = NULL, *cpu = NULL;
+    cr_assert_eq(sieve_device_open("cuda:0", &gpu), 0);
+    cr_assert_eq(sieve_device_open("cpu", &cpu), 0);
+    const struct { const char *what; uint32_t n, rj, rj2; } cs[] = {
+        {"normal, global memory", 65536, 166, 340},
+        {"normal, shared memory", 16384, 4, 16},
+        {"all equal", 20000, 0, 19999},
+        {"half -inf, n not a multiple of 32", 1000, 499, 500},
+        {"narrow band", 50001, 7, 50000},
+        {"signed zeros and negatives", 4099, 1000, 3000},
+        {"sorted ascending with duplicates", 70001, 1, 69999},
+        {"sorted descending", 131072, 600, 1208},
+    };
+    const uint32_t lists = 3;
+    for (size_t ci = 0; ci < sizeof cs / sizeof *cs; ci++) {
+        const uint32_t n = cs[ci].n;
+        float *keys = malloc((size_t)lists * n * 4);
+        uint32_t *ord = malloc((size_t)n * 4);
+        float out[9];
+        cr_assert(keys && ord);
+        sieve_device_fill_normal(cpu, keys, SIEVE_DTYPE_F32, (size_t)lists * n, 100 + ci, 1.0f);
+        for (uint32_t l = 0; l < lists; l++) {
+            float *k = keys + (size_t)l * n;
+            for (uint32_t i = 0; i < n; i++) {
+                switch (ci) {
+                case 2: k[i] = 1.5f; break;
+                case 3: if (i % 2) k[i] = -INFINITY; break;
+                case 4: k[i] = 3.0f + 1e-6f * (float)((i * 7919u + l) % 1000u); break;
+                case 5: k[i] = (i % 3 == 0) ? -0.0f : (i % 3 == 1) ? 0.0f : -fabsf(k[i]); break;
+                case 6: k[i] = (float)(i / 4) * 0.25f - 100.0f; break;
+                case 7: k[i] = 1000.0f - (float)i * 0.01f; break;
+                default: break;
+                }
+            }
+        }
+        cr_assert_eq(sieve__cuda_select3(gpu->cuda, keys, lists, n, cs[ci].rj, cs[ci].rj2, out), 0,
+                     "%s", cs[ci].what);
+        for (uint32_t l = 0; l < lists; l++) {
+            for (uint32_t i = 0; i < n; i++) ord[i] = ord_bits(keys[(size_t)l * n + i]);
+            qsort(ord, n, 4, cmp_desc_u32);
+            const uint32_t want[3] = {bits_at_rank(ord, 0), bits_at_rank(ord, cs[ci].rj),
+                                      bits_at_rank(ord, cs[ci].rj2)};
+            for (int w = 0; w < 3; w++) {
+                uint32_t got;
+                memcpy(&got, &out[3 * l + w], 4);
+                cr_assert_eq(got, want[w], "%s, list %u, %s: bits %08x, a sort gives %08x",
+                             cs[ci].what, l, w == 0 ? "maximum" : w == 1 ? "rank j" : "rank j2",
+                             got, want[w]);
+            }
+        }
+        free(keys);
+        free(ord);
+    }
     sieve_device_close(gpu);
     sieve_device_close(cpu);
 }
