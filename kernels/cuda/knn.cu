@@ -502,10 +502,11 @@ int launch_tma(const sieve__cuda_ctx *c, cudaStream_t s, const ScanParams &p, ui
  * tma64x256 up to 8 queries, and up to 16 for k <= 1024 (B = 1, k = 8192: 2.28 against
  * 2.67 ms for tma64x128s; B = 16, k = 128: 1.93 against 2.27); tma64x128s up to 64
  * queries (B = 64: k = 128 2.04 against 2.11 ms for tma64x128, k = 8192 3.42 against 3.96
- * for wg64x128); above 64 queries tma128x256s for k >= 1024 (B = 1024: k = 1024 22.2-22.6
- * against 23.4 ms, k = 8192 26.1-26.6 against 43.4-44.1 for wg128x128s3) and tma128x256
- * below (B = 1024, k = 128: 17.2-17.7 against 18.8-19.0 ms staged). k between 129 and 1023
- * was not measured.
+ * for wg64x128); above 64 queries tma128x256s (v12: B = 1024, k = 1024 22.2-22.6 against
+ * 23.4 ms, k = 8192 26.1-26.6 against 43.4-44.1 for wg128x128s3; since v14 also at small k,
+ * two rounds against tma128x256: B = 1024 k = 128 15.6-15.7 against 17.7-17.9 ms, k = 10
+ * 14.9-15.1 against 16.4-16.7, B = 128 k = 128 2.23-2.26 against 2.50; v12's staged form
+ * had been slower there). k between 129 and 1023 was not measured.
  * SIEVE_CUDA_SCAN overrides the choice for benchmarks and tests; every
  * mode of one search uses the same variant, and every variant computes each key the same
  * way (the GPU tests check the keys are bit-identical across variants). */
@@ -532,7 +533,7 @@ ScanVariant scan_variant(const sieve__cuda_ctx *c, uint32_t nq, uint32_t k, bool
     }
     if (nq <= 8 || (nq <= 16 && k <= 1024)) return SV_TMA64x256;
     if (nq <= 64) return SV_TMA64x128S;
-    return k >= 1024 ? SV_TMA128x256S : SV_TMA128x256;
+    return SV_TMA128x256S;
 }
 
 template <int MODE, typename T>
