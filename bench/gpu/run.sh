@@ -5,7 +5,8 @@
 #   info      GPU, driver, OS
 #   test      GPU kernel suite, device page cache suite
 #   server    the server black-box suite with the server on the GPU
-#   sanitize  compute-sanitizer memcheck and racecheck on small shapes
+#   sanitize  compute-sanitizer memcheck and racecheck on small shapes (B = 1, 40 and 70: the
+#             64-query TMA tile, the staged 64-query and 128-query tiles)
 #   bench     sieve-bench knn ($BENCH_ARGS)
 #   variants  sieve-bench knn for each scan variant in $VARIANTS ($VARIANT_ARGS), timing only
 #   profile   Nsight Compute sections of one scan launch per $PROFILE_SHAPES entry (B:variant), and
@@ -55,7 +56,7 @@ for stage in "$@"; do
     sanitize)
       for tool in memcheck racecheck; do
         compute-sanitizer --tool $tool --error-exitcode 3 "$B/bench/sieve-bench" knn --n 70000 --dim 96 \
-          --batch 1,70 --k 1,100 --repeat 1 --warmup 0 --mat-repeat 1 --dtype float16,float32 \
+          --batch 1,40,70 --k 1,100 --repeat 1 --warmup 0 --mat-repeat 1 --dtype float16,float32 \
           --metric Euclid --rows-per-page 256 > "$OUT/sanitize_$tool.log" 2>&1
         rc=$?; echo "compute-sanitizer $tool: exit $rc"; tail -2 "$OUT/sanitize_$tool.log"
         [ $rc -eq 0 ] || status=1
