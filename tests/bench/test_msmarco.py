@@ -19,19 +19,10 @@ import subprocess
 import sys
 import tempfile
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-SRC = os.environ.get("SIEVE_SOURCE_DIR") or os.path.dirname(os.path.dirname(HERE))
-BUILD = os.environ.get("SIEVE_BUILD_DIR") or os.path.join(SRC, "build")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_check import BUILD, SRC, check, failures  # noqa: E402
+
 SCRIPT = os.path.join(SRC, "bench", "msmarco")
-failures = []
-
-
-def check(cond, what, got=None, want=None):
-    if cond:
-        print(f"ok   {what}")
-    else:
-        print(f"FAIL {what}: got {got!r}, expected {want!r}")
-        failures.append(what)
 
 
 def run(args, timeout=900):

@@ -16,23 +16,14 @@ import subprocess
 import sys
 import tempfile
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-SRC = os.environ.get("SIEVE_SOURCE_DIR") or os.path.dirname(os.path.dirname(HERE))
-BUILD = os.environ.get("SIEVE_BUILD_DIR") or os.path.join(SRC, "build")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_check import BUILD, check, failures  # noqa: E402
+
 BENCH = os.path.join(BUILD, "bench", "sieve-bench")
-failures = []
 
 # path_count order of sieve_search_stats (sieve_kernels.h): certified, underfill, overflow,
 # full, direct
 CERTIFIED, DIRECT = 0, 4
-
-
-def check(cond, what, got=None, want=None):
-    if cond:
-        print(f"ok   {what}")
-    else:
-        print(f"FAIL {what}: got {got!r}, expected {want!r}")
-        failures.append(what)
 
 
 def run(args, timeout=600):
