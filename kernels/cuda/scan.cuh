@@ -748,13 +748,18 @@ struct TmaSmem {
     static constexpr size_t bytes = (size_t)STAGES * stage_bytes + 1024; /* + alignment slack */
 };
 
-/* Admits a key of row li (launch query q) that passed the gate, if the row exists and is
- * eligible (the TMA scan reads past the last row as zeros and has no row table). */
+/* Whether row li exists and is eligible (the TMA scan reads past the last row as zeros and
+ * has no row table). */
+__device__ inline bool row_admissible(const ScanParams &p, uint32_t li) {
+    if (li >= p.n_rows) return false;
+    if (p.deleted && ((p.deleted[li >> 6] >> (li & 63)) & 1ull)) return false;
+    if (p.allowed && !((p.allowed[li >> 6] >> (li & 63)) & 1ull)) return false;
+    return true;
+}
+
+/* Admits a key of row li (launch query q) that passed the gate, if the row is admissible. */
 __device__ __noinline__ void admit_row(const ScanParams &p, uint32_t li, uint32_t q, float key) {
-    if (li >= p.n_rows) return;
-    if (p.deleted && ((p.deleted[li >> 6] >> (li & 63)) & 1ull)) return;
-    if (p.allowed && !((p.allowed[li >> 6] >> (li & 63)) & 1ull)) return;
-    admit(p, li, q, key);
+    if (row_admissible(p, li)) admit(p, li, q, key);
 }
 
 /* Per-warp staging of the TMA scan's admissions (the "s" variants). Measured on the H200
@@ -783,13 +788,6 @@ struct WstPending {
     uint32_t li;  /* row */
     float key, lo, w;
 };
-
-__device__ inline bool row_admissible(const ScanParams &p, uint32_t li) {
-    if (li >= p.n_rows) return false;
-    if (p.deleted && ((p.deleted[li >> 6] >> (li & 63)) & 1ull)) return false;
-    if (p.allowed && !((p.allowed[li >> 6] >> (li & 63)) & 1ull)) return false;
-    return true;
-}
 
 /* Lane's entry of a warp buffer of n entries (n <= 32) of the tile at (row0, q0). */
 __device__ inline WstPending wst_reserve(const ScanParams &p, const uint64_t *buf, uint32_t n,
