@@ -443,7 +443,7 @@ bool tma_ok(const sieve__cuda_ctx *c, const ScanParams &p, uint32_t BR) {
            (p.rpp % BR == 0 || BR % p.rpp == 0) && p.page_stride >= (uint64_t)p.rpp * p.dim * 2;
 }
 
-template <typename T, int BQ, int BR, int ST, bool STG = false, bool PP = false>
+template <typename T, int BQ, int BR, int ST, bool STG = false>
 int launch_tma(const sieve__cuda_ctx *c, cudaStream_t s, const ScanParams &p, uint32_t L) {
     using Sm = TmaSmem<BQ, BR, ST>;
     ScanParams q = p;
@@ -475,7 +475,7 @@ int launch_tma(const sieve__cuda_ctx *c, cudaStream_t s, const ScanParams &p, ui
         fprintf(stderr, "sieve: cuTensorMapEncodeTiled failed (%d, %d)\n", (int)r1, (int)r2);
         return SIEVE_EDEVICE;
     }
-    auto kern = scan_tma_kernel<T, BQ, BR, ST, STG, PP>;
+    auto kern = scan_tma_kernel<T, BQ, BR, ST, STG>;
     const size_t smem = Sm::bytes;
     SIEVE_CUDA_TRY(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                         (int)smem));
@@ -512,7 +512,7 @@ int launch_tma(const sieve__cuda_ctx *c, cudaStream_t s, const ScanParams &p, ui
  * way (the GPU tests check the keys are bit-identical across variants). */
 enum ScanVariant {
     SV_MMA, SV_WG64x128, SV_WG128x128S3, SV_WG64x128D, SV_WG128x128S3D,
-    SV_TMA64x256, SV_TMA128x256, SV_TMA64x128, SV_TMA64x128S, SV_TMA128x256S, SV_TMA128x128PP
+    SV_TMA64x256, SV_TMA128x256, SV_TMA64x128, SV_TMA64x128S, SV_TMA128x256S
 };
 
 ScanVariant scan_variant(const sieve__cuda_ctx *c, uint32_t nq, uint32_t k, bool vec) {
@@ -530,7 +530,6 @@ ScanVariant scan_variant(const sieve__cuda_ctx *c, uint32_t nq, uint32_t k, bool
         if (!strcmp(e, "tma128x256")) return SV_TMA128x256;
         if (!strcmp(e, "tma64x128s")) return nq <= 64 ? SV_TMA64x128S : SV_TMA128x256S;
         if (!strcmp(e, "tma128x256s")) return SV_TMA128x256S;
-        if (!strcmp(e, "tma128x128pp")) return SV_TMA128x128PP;
     }
     if (nq <= 8 || (nq <= 16 && k <= 1024)) return SV_TMA64x256;
     if (nq <= 64) return SV_TMA64x128S;
@@ -544,14 +543,12 @@ int launch_scan_t(const sieve__cuda_ctx *c, cudaStream_t s, const ScanParams &p,
     constexpr bool G = MODE == MODE_GATE;
     ScanVariant v = scan_variant(c, p.nq, p.k, vec);
     if (v >= SV_TMA64x256) {
-        const uint32_t br =
-            v == SV_TMA64x128 || v == SV_TMA64x128S || v == SV_TMA128x128PP ? 128 : 256;
+        const uint32_t br = v == SV_TMA64x128 || v == SV_TMA64x128S ? 128 : 256;
         if (G && tma_ok(c, p, br)) {
             if (v == SV_TMA64x256) return launch_tma<T, 64, 256, 5>(c, s, p, L);
             if (v == SV_TMA64x128) return launch_tma<T, 64, 128, 8>(c, s, p, L);
             if (v == SV_TMA64x128S) return launch_tma<T, 64, 128, 8, true>(c, s, p, L);
             if (v == SV_TMA128x256S) return launch_tma<T, 128, 256, 4, true>(c, s, p, L);
-            if (v == SV_TMA128x128PP) return launch_tma<T, 128, 128, 6, true, true>(c, s, p, L);
             return launch_tma<T, 128, 256, 4>(c, s, p, L);
         }
         /* the sample and materialized modes, and matrices the TMA cannot address, use the

@@ -922,20 +922,8 @@ __device__ __forceinline__ void tma_epilogue(const ScanParams &p, const float *a
  * "empty" barrier), warpgroups 1 and 2 consume (wait on the slot's "full" barrier, run the
  * wgmma, release the slot when that wgmma has completed) and run the epilogue. The producer
  * runs up to STAGES chunks ahead, across tiles, so the loads continue through the
- * consumers' epilogue.
- *
- * Two schedules. Cooperative (PP false): both consumer warpgroups work on every tile, like
- * scan_wgmma_kernel: with BQ = 128 each owns 64 queries and all BR rows, with BQ = 64 the
- * 64 queries and half the rows; both run their epilogue at the same time, while the tensor
- * cores wait. Ping-pong (PP true, BQ = 128): the CTA's tiles alternate between the
- * warpgroups (tile j goes to warpgroup j % 2, which owns all of it: two 64-query wgmmas per
- * K step), so one warpgroup's epilogue runs under the other's wgmma. The ring's order
- * staggers them by itself: the producer fills tile j + 1's chunks only after issuing all of
- * tile j's. Each slot is consumed by one warpgroup, so the full barriers are per warpgroup
- * (a warpgroup waiting on a barrier shared with the other could see a phase of the other's
- * chunk and pass early) and each warpgroup keeps the parity of every slot in a bit mask;
- * the producer claims tiles two ahead (the warpgroup of tile j learns tile j + 2 during
- * tile j).
+ * consumers' epilogue. Consumers split the tile like scan_wgmma_kernel: with BQ = 128 each
+ * owns 64 queries and all BR rows, with BQ = 64 the 64 queries and half the rows.
  *
  * Rows: a 3-D map {dim, rows in a page, pages} over evenly spaced pages (box {64, BOXR,
  * BR / BOXR}, BOXR = min(BR, rows per page)); K past dim and pages past the last read as
@@ -945,22 +933,16 @@ __device__ __forceinline__ void tma_epilogue(const ScanParams &p, const float *a
  * swizzle, the layout sw128_desc describes. The per-element accumulation order is the one of
  * scan_wgmma_kernel (same wgmma sequence), so keys are bit-identical to the other variants.
  */
-template <typename T, int BQ, int BR, int STAGES, bool STG, bool PP>
+template <typename T, int BQ, int BR, int STAGES, bool STG>
 __global__ void __launch_bounds__(384, 1)
 scan_tma_kernel(const __grid_constant__ ScanParams p, const __grid_constant__ CUtensorMap tm_rows,
                 const __grid_constant__ CUtensorMap tm_q) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
     using S = TmaSmem<BQ, BR, STAGES>;
     constexpr int KC = S::KC;
-    /* wgmma N, 64-query blocks per warpgroup, accumulators per block */
-    constexpr int WN = PP || BQ == 128 ? BR : BR / 2;
-    constexpr int NB = PP ? 2 : 1;
+    constexpr int WN = BQ == 128 ? BR : BR / 2; /* wgmma N */
     constexpr int NACC = WN / 2;
-    constexpr int NW = PP ? 2 : 1;    /* sets of full barriers and norm tables */
-    constexpr int AHEAD = PP ? 2 : 1; /* tiles the producer claims ahead */
     static_assert(BQ == 64 || BQ == 128, "query tile");
-    static_assert(!PP || BQ == 128, "ping-pong: 128-query tiles");
-    static_assert(STAGES <= 32, "slot parities in one word");
 
     extern __shared__ unsigned char smem_raw[];
     uint32_t sbase = smem_u32(smem_raw);
@@ -968,27 +950,21 @@ scan_tma_kernel(const __grid_constant__ ScanParams p, const __grid_constant__ CU
     T *Qs = (T *)sm;                                  /* [STAGES][BQ][64] */
     T *Rs = (T *)(sm + (size_t)STAGES * S::q_bytes);  /* [STAGES][BR][64] */
     const int KT = p.dpad / KC;
-    __shared__ __align__(8) uint64_t full_bar[NW][STAGES];
+    __shared__ __align__(8) uint64_t full_bar[STAGES];
     __shared__ __align__(8) uint64_t empty_bar[STAGES];
-    /* Euclid: |x|^2 of the tile's rows, by (ping-pong: warpgroup and) tile parity */
-    __shared__ float rnorm[NW][2][BR];
+    __shared__ float rnorm[2][BR]; /* Euclid: |x|^2 of the tile's rows, by tile parity */
     /* STG: the consumer warps' admission buffers (WST_CAP above), by tile parity */
     __shared__ uint64_t wst[STG ? 2 * WST_WARPS * WST_CAP : 1];
-    __shared__ uint32_t first_tile[2]; /* ping-pong: each warpgroup's first tile */
 
     const uint32_t L = p.n_rows;
     const uint32_t ntiles = ((L + BR - 1) / BR) * p.nqt; /* the launcher checks it fits */
 
     if (threadIdx.x == 0) {
         for (int s = 0; s < STAGES; s++) {
-            for (int w = 0; w < NW; w++) mbar_init(&full_bar[w][s], 1); /* the producer (+ bytes) */
-            mbar_init(&empty_bar[s], PP ? 4 : 8); /* one arrival per consuming warp */
+            mbar_init(&full_bar[s], 1);  /* the producer's arrival (+ the bytes) */
+            mbar_init(&empty_bar[s], 8); /* one arrival per consumer warp */
         }
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-        if (PP) {
-            first_tile[0] = atomicAdd(p.tile_ctr, 1u);
-            first_tile[1] = atomicAdd(p.tile_ctr, 1u);
-        }
     }
     __syncthreads();
 
@@ -999,50 +975,36 @@ scan_tma_kernel(const __grid_constant__ ScanParams p, const __grid_constant__ CU
         /* tiles are taken from a counter, in order across the GPU, so the query tiles of a
            row tile run at about the same time and its rows come from L2 after the first
            read (a fixed stride per CTA let CTAs drift apart and re-read rows from DRAM).
-           The tile AHEAD after the current one is claimed at its start, so the atomic's
-           latency is hidden. */
-        /* the CTA's tiles, for the consumers, in p.tile_log: cooperative: tile 0 is stored
-           before any arrival; tile j + 1 just before the arrival of tile j's chunk KPUB,
-           after which the consumers read it (the arrival orders the store), so they know
-           the next tile a tile early and no tile start waits on memory. Ping-pong: tiles 0
-           and 1 in shared memory, tile j + 2 before tile j's chunk KPUB. The producer runs
-           at most STAGES chunks, so fewer than TLOG_RING - AHEAD tiles, ahead of the
-           entries read. */
+           The next tile is claimed a tile ahead, so the atomic's latency is hidden. */
+        /* the CTA's tiles, for the consumers, in p.tile_log: tile 0 is stored before any
+           arrival; tile j + 1 just before the arrival of tile j's chunk KPUB, after which
+           the consumers read it (the arrival orders the store), so they know the next tile
+           a tile early and no tile start waits on memory. The producer runs at most
+           STAGES chunks, so fewer than TLOG_RING tiles, ahead of the entries read. */
         uint32_t *log = p.tile_log + (size_t)blockIdx.x * TLOG_RING;
         const int kpub = KT > 1 ? 1 : 0;
-        uint32_t cur, nx[AHEAD] = {}, j = 0;
-        if (PP) {
-            cur = first_tile[0];
-            nx[0] = first_tile[1];
-        } else {
-            cur = atomicAdd(p.tile_ctr, 1u);
-            __stcg(log, cur);
-        }
+        uint32_t cur = atomicAdd(p.tile_ctr, 1u), nxt = 0, j = 0;
+        __stcg(log, cur);
         int kt = 0;
         for (uint32_t c = 0;; c++) {
             const int s = (int)(c % STAGES);
             mbar_wait(&empty_bar[s], ((c / STAGES) & 1u) ^ 1u);
-            if (kt == 0 && c > 0) {
-                cur = nx[0];
-#pragma unroll
-                for (int a = 0; a + 1 < AHEAD; a++) nx[a] = nx[a + 1];
-            }
+            if (kt == 0 && c > 0) cur = nxt;
             if (cur >= ntiles) {
-                /* no tile left; the consumers learnt it with an earlier tile, or, when this
-                   CTA got no tile at all, learn it here (ping-pong: from first_tile) */
-                if (!PP && j == 0) mbar_arrive(&full_bar[0][s]);
+                /* no tile left; the consumers learnt it with the previous tile, or, when
+                   this CTA got no tile at all, learn it here */
+                if (j == 0) mbar_arrive(&full_bar[s]);
                 break;
             }
-            if (kt == 0) nx[AHEAD - 1] = atomicAdd(p.tile_ctr, 1u);
-            if (kt == kpub) __stcg(log + ((j + AHEAD) % TLOG_RING), nx[AHEAD - 1]);
+            if (kt == 0) nxt = atomicAdd(p.tile_ctr, 1u);
+            if (kt == kpub) __stcg(log + ((j + 1) % TLOG_RING), nxt);
             const uint32_t row0 = (cur / p.nqt) * BR;
             const uint32_t q0 = (cur % p.nqt) * BQ;
             const int k0 = kt * KC;
-            uint64_t *fb = &full_bar[PP ? (j & 1u) : 0][s];
-            mbar_arrive_tx(fb, S::stage_bytes);
-            tma_load_2d(Qs + (size_t)s * BQ * KC, &tm_q, k0, (int)q0, fb);
+            mbar_arrive_tx(&full_bar[s], S::stage_bytes);
+            tma_load_2d(Qs + (size_t)s * BQ * KC, &tm_q, k0, (int)q0, &full_bar[s]);
             tma_load_3d(Rs + (size_t)s * BR * KC, &tm_rows, k0, (int)(row0 % p.rpp),
-                        (int)(row0 / p.rpp), fb);
+                        (int)(row0 / p.rpp), &full_bar[s]);
             if (++kt == KT) {
                 kt = 0;
                 j++;
@@ -1052,32 +1014,24 @@ scan_tma_kernel(const __grid_constant__ ScanParams p, const __grid_constant__ CU
     }
     asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n" ::: "memory");
 
-    const int cw = wg - 1;                                /* consumer warpgroup 0 or 1 */
-    const int ct = threadIdx.x - 128;                     /* consumer thread 0..255 */
-    const int qo = !PP && BQ == 128 ? cw * 64 : 0;        /* this warpgroup's first query */
-    const int ro = !PP && BQ == 64 ? cw * (BR / 2) : 0;   /* and first row */
+    const int cw = wg - 1;                        /* consumer warpgroup 0 or 1 */
+    const int ct = threadIdx.x - 128;             /* consumer thread 0..255 */
+    const int qo = BQ == 128 ? cw * 64 : 0;       /* this warpgroup's first query */
+    const int ro = BQ == 128 ? 0 : cw * (BR / 2); /* and first row */
     const int lane = threadIdx.x % 32, wq = (threadIdx.x % 128) / 32;
     const int g = lane / 4, tq = lane % 4;
-    const int w = PP ? cw : 0; /* the warpgroup's full barriers and norm tables */
 
-    float acc[NB * NACC];
+    float acc[NACC];
 #pragma unroll
-    for (int i = 0; i < NB * NACC; i++) acc[i] = 0.f;
+    for (int i = 0; i < NACC; i++) acc[i] = 0.f;
 
     const uint32_t *log = p.tile_log + (size_t)blockIdx.x * TLOG_RING;
     const int kpub = KT > 1 ? 1 : 0;
-    uint32_t t;
-    if (PP) {
-        t = first_tile[cw];
-    } else {
-        /* the first tile: stored before the first arrival (waiting again on a completed
-           phase returns at once) */
-        mbar_wait(&full_bar[0][0], 0);
-        t = __ldcg(log);
-    }
-    /* the CTA's tile index j (ping-pong: this warpgroup's tiles are j = cw, cw + 2, ...),
-       its first chunk j * KT; the parity of each slot's next phase for this warpgroup */
-    uint32_t j = PP ? (uint32_t)cw : 0u, par = 0;
+    /* the first tile: stored before the first arrival (waiting again on a completed phase
+       returns at once) */
+    mbar_wait(&full_bar[0], 0);
+    uint32_t t = __ldcg(log);
+    uint32_t c = 0;
     /* STG: after tile i's last wgmma and before its epilogue, the warp completes the entries
        of tile i - 2 (reserved in pend) and reserves those of tile i - 1 (n_p1 entries, tile
        t_p1, buffer (i - 1) & 1); tile i's epilogue appends to buffer i & 1 (wcnt entries) */
@@ -1086,35 +1040,29 @@ scan_tma_kernel(const __grid_constant__ ScanParams p, const __grid_constant__ CU
     WstPending pend = {~0u, 0u, 0u, 0.f, 0.f, 0.f};
     /* the boundaries the epilogue gates against (ordered values), loaded a tile ahead, as
        soon as the next tile is known, so no tile start waits for them (a boundary only
-       rises: an early value admits a superset and stays exact); [2 b + h] for the
-       64-query block b and the thread's row h in it */
-    uint32_t thr_o[2 * NB], thr_nx[2 * NB];
-#pragma unroll
-    for (int h = 0; h < 2 * NB; h++) thr_nx[h] = 0u;
+       rises: an early value admits a superset and stays exact) */
+    uint32_t thr_o[2], thr_nx[2] = {0u, 0u};
     auto load_thr = [&](uint32_t tile, uint32_t *o) {
 #pragma unroll
-        for (int h = 0; h < 2 * NB; h++) {
-            const uint32_t qq =
-                (tile % p.nqt) * BQ + qo + 64 * (h / 2) + wq * 16 + g + 8 * (h % 2);
+        for (int h = 0; h < 2; h++) {
+            const uint32_t qq = (tile % p.nqt) * BQ + qo + wq * 16 + g + 8 * h;
             o[h] = tile < ntiles && qq < p.nq ? __ldcg(p.thr + slot_of(p, qq)) : 0u;
         }
     };
     load_thr(t, thr_o);
     uint32_t i = 0;
-    for (; t < ntiles; i++, j += NW) {
+    for (; t < ntiles; i++) {
         const uint32_t row0 = (t / p.nqt) * BR;
         const uint32_t q0 = (t % p.nqt) * BQ;
-        float thr_h[2 * NB];
+        float thr_h[2];
 #pragma unroll
-        for (int h = 0; h < 2 * NB; h++) thr_h[h] = float_of_ord(thr_o[h]);
+        for (int h = 0; h < 2; h++) thr_h[h] = float_of_ord(thr_o[h]);
         uint32_t t_next = ntiles;
-        uint32_t c = j * (uint32_t)KT;
         for (int kt = 0; kt < KT; kt++, c++) {
             const int s = (int)(c % STAGES);
-            mbar_wait(&full_bar[w][s], (par >> s) & 1u);
-            par ^= 1u << s;
+            mbar_wait(&full_bar[s], (c / STAGES) & 1u);
             if (kt == kpub) {
-                t_next = __ldcg(log + ((j + AHEAD) % TLOG_RING));
+                t_next = __ldcg(log + ((i + 1) % TLOG_RING));
                 load_thr(t_next, thr_nx);
             }
             const T *qs = Qs + (size_t)s * BQ * KC + (size_t)qo * KC;
@@ -1122,15 +1070,12 @@ scan_tma_kernel(const __grid_constant__ ScanParams p, const __grid_constant__ CU
             wgmma_fence();
 #pragma unroll
             for (int kk = 0; kk < KC; kk += 16)
-#pragma unroll
-                for (int b = 0; b < NB; b++)
-                    WgmmaOp<T, WN>::run(acc + b * NACC, sw128_desc(qs + (size_t)b * 64 * KC + kk),
-                                        sw128_desc(rs + kk), kt > 0 || kk > 0);
+                WgmmaOp<T, WN>::run(acc, sw128_desc(qs + kk), sw128_desc(rs + kk), kt > 0 || kk > 0);
             wgmma_commit();
             if (kt == 0 && p.metric == 2) /* the epilogue's norms, while the tensor cores work */
-                for (int r = PP ? ct % 128 : ct; r < BR; r += PP ? 128 : 256) {
+                for (int r = ct; r < BR; r += 256) {
                     const uint32_t li = row0 + r;
-                    rnorm[w][i & 1][r] = li < L ? p.norm_pages[li / p.rpp][li % p.rpp] : 0.f;
+                    rnorm[i & 1][r] = li < L ? p.norm_pages[li / p.rpp][li % p.rpp] : 0.f;
                 }
             wgmma_wait<1>();
             /* the previous chunk's wgmma has completed: its slot may be refilled (the
@@ -1148,34 +1093,25 @@ scan_tma_kernel(const __grid_constant__ ScanParams p, const __grid_constant__ CU
             pend = wst_reserve(p, wst_w + (size_t)((i + 1) & 1) * WST_WARPS * WST_CAP, n_p1,
                                (t_p1 / p.nqt) * BR, (t_p1 % p.nqt) * BQ, (uint32_t)lane);
         }
-        /* the norm table of this tile is complete (cooperative: both consumer warpgroups
-           wrote it); the table of tile i - 1 is no longer read (all its readers passed its
-           epilogue) */
-        if (p.metric == 2) {
-            if (PP)
-                named_bar_sync(1 + cw, 128);
-            else
-                named_bar_sync(1, 256);
-        }
+        /* the norm table of this tile is complete (both consumer warpgroups wrote it); the
+           table of tile i - 1 is no longer read (both passed its epilogue) */
+        if (p.metric == 2) named_bar_sync(1, 256);
 
         uint64_t *const wbuf = wst_w + (size_t)(i & 1) * WST_WARPS * WST_CAP;
-#pragma unroll
-        for (int b = 0; b < NB; b++) {
-            if (p.metric == 2)
-                tma_epilogue<WN, true, STG>(p, acc + b * NACC, thr_h + 2 * b, rnorm[w][i & 1],
-                                            row0, q0, qo + 64 * b, ro, wq, g, tq, wbuf, wcnt);
-            else
-                tma_epilogue<WN, false, STG>(p, acc + b * NACC, thr_h + 2 * b, rnorm[w][i & 1],
-                                             row0, q0, qo + 64 * b, ro, wq, g, tq, wbuf, wcnt);
-        }
+        if (p.metric == 2)
+            tma_epilogue<WN, true, STG>(p, acc, thr_h, rnorm[i & 1], row0, q0, qo, ro, wq, g,
+                                        tq, wbuf, wcnt);
+        else
+            tma_epilogue<WN, false, STG>(p, acc, thr_h, rnorm[i & 1], row0, q0, qo, ro, wq, g,
+                                         tq, wbuf, wcnt);
         if (STG) {
             n_p1 = wcnt;
             t_p1 = t;
             wcnt = 0;
         }
         t = t_next;
-#pragma unroll
-        for (int h = 0; h < 2 * NB; h++) thr_o[h] = thr_nx[h];
+        thr_o[0] = thr_nx[0];
+        thr_o[1] = thr_nx[1];
     }
     if (STG) { /* the last two tiles' entries (i tiles ran) */
         __syncwarp();

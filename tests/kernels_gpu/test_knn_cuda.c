@@ -284,8 +284,7 @@ Test(knn_cuda, large_batches_and_k, .timeout = 1800) {
  * in its own process, so setting the variable here does not leak into other tests. */
 static const char *const VARIANTS[] = {"mma",        "wg64x128",           "wg128x128s3",
                                        "wg64x128-direct", "wg128x128s3-direct", "tma64x256",
-                                       "tma128x256", "tma64x128", "tma64x128s", "tma128x256s",
-                                       "tma128x128pp"};
+                                       "tma128x256", "tma64x128", "tma64x128s", "tma128x256s"};
 
 Test(knn_cuda, every_scan_variant_against_reference, .timeout = 1800) {
     SKIP_WITHOUT_GPU();
