@@ -94,7 +94,9 @@ typedef struct worker {
     sieve_snapshot *snap;
     char snap_name[SIEVE_NAME_MAX + 1];
     double snap_opened;
-    /* host buffers of one kernel call, grown as needed */
+    /* host buffers of one kernel call, grown as needed; rbuf and sbuf (the results) are
+       page-locked on a CUDA device (sieve_host_alloc_pinned on dev, freed with it), so the
+       kernel's results reach them by one copy instead of through a staging buffer */
     float *qbuf;
     int64_t *rbuf;
     float *sbuf;
@@ -342,6 +344,20 @@ static int get_mask(worker *w, sieve_snapshot *snap, const sieve__filter *f, con
 
 /* ---------------------------------------------------------------- answering */
 
+/* Grows a page-locked buffer of w's device (plain memory on the CPU device) to hold n
+ * elements of size sz; the contents are not kept. Returns 0 or -1. */
+static int grow_pinned(worker *w, void **p, size_t *cap, size_t n, size_t sz) {
+    if (*cap >= n) return 0;
+    size_t c = *cap ? *cap : 64;
+    while (c < n) c *= 2;
+    void *q = NULL;
+    if (sieve_host_alloc_pinned(w->dev, c * sz, &q)) return -1;
+    sieve_host_free_pinned(w->dev, *p);
+    *p = q;
+    *cap = c;
+    return 0;
+}
+
 /* Grows a buffer to hold n elements of size sz. Returns 0 or -1. */
 static int grow(void **p, size_t *cap, size_t n, size_t sz) {
     if (*cap >= n) return 0;
@@ -436,8 +452,8 @@ static void run_group(worker *w, sieve_snapshot *snap, sieve__query **g, size_t 
     memset(&st, 0, sizeof st);
     double t0 = 0, t1 = 0;
     if (!grow((void **)&w->qbuf, &w->qcap, n * dim, sizeof(float)) &&
-        !grow((void **)&w->rbuf, &w->rcap, n * k, sizeof(int64_t)) &&
-        !grow((void **)&w->sbuf, &w->scap, n * k, sizeof(float)) &&
+        !grow_pinned(w, (void **)&w->rbuf, &w->rcap, n * k, sizeof(int64_t)) &&
+        !grow_pinned(w, (void **)&w->sbuf, &w->scap, n * k, sizeof(float)) &&
         !grow((void **)&w->cbuf, &w->ccap, n, sizeof(uint32_t))) {
         for (size_t i = 0; i < n; i++)
             memcpy(w->qbuf + i * dim, g[i]->vector, dim * sizeof(float));
@@ -716,8 +732,8 @@ void sieve__batcher_destroy(sieve__batcher *b) {
         sieve_devcache_lane_destroy(w->lane);
         free(w->batch);
         free(w->qbuf);
-        free(w->rbuf);
-        free(w->sbuf);
+        sieve_host_free_pinned(w->dev, w->rbuf); /* before the devices close, below */
+        sieve_host_free_pinned(w->dev, w->sbuf);
         free(w->cbuf);
     }
     /* every lane is gone: now the caches (which use their head's device), then devices */
