@@ -3,6 +3,7 @@
  * Must not: write, or hand out pointers that outlive sieve_snapshot_close.
  */
 #include <stdlib.h>
+#include <string.h>
 
 #include "store_internal.h"
 
@@ -158,6 +159,127 @@ int sieve_snapshot_row_id(sieve_snapshot *snap, uint64_t row, sieve_point_id *ou
     if (rc) return rc == MDB_NOTFOUND ? SIEVE_ECORRUPT : sieve__mdb_err(rc);
     const uint8_t *v = d.mv_data;
     if (d.mv_size != SIEVE__ROWVAL || v[SIEVE__IDKEY] != 1) return SIEVE_ECORRUPT;
+    return sieve__id_from_key(v, out);
+}
+
+/* ---------------------------------------------------------------- row -> id cache */
+
+struct sieve_idcache {
+    int have;          /* cid and rpp are set */
+    uint32_t cid, rpp; /* the collection the pages belong to */
+    size_t n_pages;    /* entries of gen, fill and vals */
+    uint64_t *gen;     /* page generation the page's entries were read at; 0: none */
+    uint32_t *fill;    /* rows read into the page's entries */
+    uint8_t **vals;    /* per page: rpp row values (SIEVE__ROWVAL bytes each), or NULL */
+    size_t bytes, max_bytes;
+};
+
+int sieve_idcache_new(size_t max_bytes, sieve_idcache **out) {
+    if (!out) return SIEVE_EINVAL;
+    *out = calloc(1, sizeof **out);
+    if (!*out) return SIEVE_ENOMEM;
+    (*out)->max_bytes = max_bytes;
+    return 0;
+}
+
+static void idcache_clear(sieve_idcache *c) {
+    for (size_t p = 0; p < c->n_pages; p++) free(c->vals[p]);
+    free(c->gen);
+    free(c->fill);
+    free(c->vals);
+    c->gen = NULL;
+    c->fill = NULL;
+    c->vals = NULL;
+    c->n_pages = 0;
+    c->bytes = 0;
+    c->have = 0;
+}
+
+void sieve_idcache_free(sieve_idcache *c) {
+    if (!c) return;
+    idcache_clear(c);
+    free(c);
+}
+
+/* Makes room for n pages' entries (new ones empty). 0 or SIEVE_ENOMEM. */
+static int idcache_reserve(sieve_idcache *c, size_t n) {
+    if (n <= c->n_pages) return 0;
+    uint64_t *g = realloc(c->gen, n * sizeof *g);
+    if (!g) return SIEVE_ENOMEM;
+    c->gen = g;
+    uint32_t *f = realloc(c->fill, n * sizeof *f);
+    if (!f) return SIEVE_ENOMEM;
+    c->fill = f;
+    uint8_t **v = realloc(c->vals, n * sizeof *v);
+    if (!v) return SIEVE_ENOMEM;
+    c->vals = v;
+    for (size_t p = c->n_pages; p < n; p++) {
+        c->gen[p] = 0;
+        c->fill[p] = 0;
+        c->vals[p] = NULL;
+    }
+    c->n_pages = n;
+    return 0;
+}
+
+/* Reads the row values of page p as of snap into the cache (one cursor pass). Any error
+ * leaves the page empty; the caller then asks the database directly. */
+static int idcache_fill(sieve_snapshot *snap, sieve_idcache *c, uint64_t p, uint64_t gen) {
+    const sieve_collection_info *in = &snap->view->info;
+    const size_t val_bytes = (size_t)c->rpp * SIEVE__ROWVAL;
+    if (!c->vals[p]) {
+        if (c->bytes + val_bytes > c->max_bytes) return SIEVE_ENOMEM;
+        if (!(c->vals[p] = malloc(val_bytes))) return SIEVE_ENOMEM;
+        c->bytes += val_bytes;
+    }
+    c->gen[p] = 0;
+    const uint64_t first = p * c->rpp;
+    const uint64_t end = first + c->rpp < in->rows ? first + c->rpp : in->rows;
+    MDB_cursor *cur;
+    int rc = mdb_cursor_open(snap->txn, snap->st->dbi_rows, &cur);
+    if (rc) return sieve__mdb_err(rc);
+    sieve__rkey rk = sieve__rowkey(c->cid, first);
+    MDB_val k = {sizeof rk.b, rk.b}, d;
+    rc = mdb_cursor_get(cur, &k, &d, MDB_SET_RANGE);
+    int bad = 0;
+    for (uint64_t r = first; r < end && !rc; r++) {
+        rk = sieve__rowkey(c->cid, r);
+        if (k.mv_size != sizeof rk.b || memcmp(k.mv_data, rk.b, sizeof rk.b) ||
+            d.mv_size != SIEVE__ROWVAL) {
+            bad = 1;
+            break;
+        }
+        memcpy(c->vals[p] + (r - first) * SIEVE__ROWVAL, d.mv_data, SIEVE__ROWVAL);
+        if (r + 1 < end) rc = mdb_cursor_get(cur, &k, &d, MDB_NEXT);
+    }
+    mdb_cursor_close(cur);
+    if (bad || rc) return SIEVE_ECORRUPT; /* a row missing or malformed: see the database */
+    c->gen[p] = gen;
+    c->fill[p] = (uint32_t)(end - first);
+    return 0;
+}
+
+int sieve_snapshot_row_id_cached(sieve_snapshot *snap, sieve_idcache *c, uint64_t row,
+                                 sieve_point_id *out) {
+    if (!c) return sieve_snapshot_row_id(snap, row, out);
+    if (!snap || !out) return SIEVE_EINVAL;
+    const sieve_collection_info *in = &snap->view->info;
+    if (row >= in->rows) return SIEVE_ERANGE;
+    if (row_deleted(snap, row)) return SIEVE_ENOTFOUND;
+    const uint32_t rpp = in->config.rows_per_page;
+    if (!c->have || c->cid != in->collection_id || c->rpp != rpp) {
+        idcache_clear(c);
+        c->have = 1;
+        c->cid = in->collection_id;
+        c->rpp = rpp;
+    }
+    const uint64_t p = row / rpp, i = row % rpp;
+    const uint64_t gen = snap->view->page_gen[p];
+    if (idcache_reserve(c, in->pages) ||
+        ((gen == 0 || c->gen[p] != gen || i >= c->fill[p]) && idcache_fill(snap, c, p, gen)))
+        return sieve_snapshot_row_id(snap, row, out);
+    const uint8_t *v = c->vals[p] + i * SIEVE__ROWVAL;
+    if (v[SIEVE__IDKEY] != 1) return SIEVE_ECORRUPT;
     return sieve__id_from_key(v, out);
 }
 

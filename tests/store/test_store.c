@@ -623,6 +623,107 @@ Test(snapshots, deleted_bitmap_and_isolation) {
     sieve_snapshot_close(s);
 }
 
+/* Every row's answer through the id cache c equals sieve_snapshot_row_id's (id or error),
+ * for rows 0 .. upto - 1 (past the end too). */
+static void ids_agree(sieve_snapshot *s, sieve_idcache *c, uint64_t upto) {
+    for (uint64_t r = 0; r < upto; r++) {
+        sieve_point_id a, b;
+        memset(&a, 0, sizeof a);
+        memset(&b, 0, sizeof b);
+        int ra = sieve_snapshot_row_id(s, r, &a);
+        int rb = sieve_snapshot_row_id_cached(s, c, r, &b);
+        cr_assert_eq(rb, ra, "row %llu: cached %s, database %s", (unsigned long long)r,
+                     sieve_errname(rb), sieve_errname(ra));
+        if (ra) continue;
+        cr_assert_eq(b.kind, a.kind, "row %llu", (unsigned long long)r);
+        if (a.kind == SIEVE_ID_NUM)
+            cr_assert_eq(b.num, a.num, "row %llu: %llu vs %llu", (unsigned long long)r,
+                         (unsigned long long)b.num, (unsigned long long)a.num);
+        else
+            cr_assert_eq(memcmp(b.uuid, a.uuid, 16), 0, "row %llu", (unsigned long long)r);
+    }
+}
+
+static uint64_t cached_num(sieve_snapshot *s, sieve_idcache *c, uint64_t row) {
+    sieve_point_id id;
+    int rc = sieve_snapshot_row_id_cached(s, c, row, &id);
+    cr_assert_eq(rc, 0, "row %llu: %s", (unsigned long long)row, sieve_errname(rc));
+    cr_assert_eq(id.kind, SIEVE_ID_NUM);
+    return id.num;
+}
+
+Test(snapshots, id_cache_agrees_with_the_database) {
+    /* 128-row pages (the smallest): 300 numeric ids, then 40 UUIDs (rows 300-339: the
+       third page partial) */
+    create("c", 4, SIEVE_METRIC_DOT, SIEVE_DTYPE_F32, 128);
+    upsert_range("c", 4, 0, 300, 0, 0);
+    float vecs[40 * 4];
+    sieve_point pts[40];
+    memset(pts, 0, sizeof pts);
+    for (int i = 0; i < 40; i++) {
+        tu_vec(vecs + i * 4, 4, 900 + i);
+        pts[i].id = tu_uuid(700 + i);
+        pts[i].vector = vecs + i * 4;
+        pts[i].dim = 4;
+    }
+    cr_assert_eq(sieve_store_upsert(g_st, "c", pts, 40), 0);
+    sieve_idcache *c, *tiny;
+    cr_assert_eq(sieve_idcache_new(1 << 20, &c), 0);
+    cr_assert_eq(sieve_idcache_new(2 * 128 * 18, &tiny), 0); /* two pages' worth */
+    sieve_snapshot *s1;
+    cr_assert_eq(sieve_snapshot_open(g_st, "c", &s1), 0);
+    ids_agree(s1, c, 345);
+    ids_agree(s1, c, 345); /* now from the cache */
+    ids_agree(s1, tiny, 345);
+    cr_assert_eq(cached_num(s1, c, 5), 5);
+    cr_assert_eq(cached_num(s1, c, 299), 299);
+    sieve_point_id u;
+    cr_assert_eq(sieve_snapshot_row_id_cached(s1, c, 339, &u), 0);
+    cr_assert_eq(u.kind, SIEVE_ID_UUID);
+    cr_assert_eq(memcmp(u.uuid, tu_uuid(739).uuid, 16), 0);
+    cr_assert_eq(sieve_snapshot_row_id_cached(s1, c, 340, &u), SIEVE_ERANGE);
+
+    /* deletes, then new points that take the freed rows (lowest first) */
+    sieve_point_id dead[4] = {tu_num(3), tu_num(17), tu_num(18), tu_num(250)};
+    cr_assert_eq(sieve_store_delete(g_st, "c", dead, 4, NULL), 0);
+    sieve_snapshot *s2;
+    cr_assert_eq(sieve_snapshot_open(g_st, "c", &s2), 0);
+    ids_agree(s2, c, 345);
+    cr_assert_eq(sieve_snapshot_row_id_cached(s2, c, 17, &u), SIEVE_ENOTFOUND);
+    upsert_range("c", 4, 1000, 3, 0, 0);
+    sieve_snapshot *s3;
+    cr_assert_eq(sieve_snapshot_open(g_st, "c", &s3), 0);
+    ids_agree(s3, c, 345);
+    ids_agree(s3, tiny, 345);
+    cr_assert_eq(cached_num(s3, c, 3), 1000);
+    cr_assert_eq(cached_num(s3, c, 17), 1001);
+    cr_assert_eq(cached_num(s3, c, 18), 1002);
+    cr_assert_eq(sieve_snapshot_row_id_cached(s3, c, 250, &u), SIEVE_ENOTFOUND);
+    /* the older snapshots still see their own ids, with pages cached at a newer generation */
+    ids_agree(s1, c, 345);
+    ids_agree(s2, c, 345);
+    cr_assert_eq(cached_num(s1, c, 3), 3);
+    cr_assert_eq(cached_num(s1, c, 17), 17);
+    cr_assert_eq(cached_num(s3, c, 3), 1000);
+    sieve_snapshot_close(s1);
+    sieve_snapshot_close(s2);
+    sieve_snapshot_close(s3);
+
+    /* a collection of the same name created again: other ids on the same rows */
+    cr_assert_eq(sieve_store_drop_collection(g_st, "c"), 0);
+    create("c", 4, SIEVE_METRIC_DOT, SIEVE_DTYPE_F32, 128);
+    upsert_range("c", 4, 5000, 50, 0, 0);
+    sieve_snapshot *s4;
+    cr_assert_eq(sieve_snapshot_open(g_st, "c", &s4), 0);
+    ids_agree(s4, c, 60);
+    cr_assert_eq(cached_num(s4, c, 0), 5000);
+    cr_assert_eq(cached_num(s4, c, 49), 5049);
+    sieve_snapshot_close(s4);
+    sieve_idcache_free(c);
+    sieve_idcache_free(tiny);
+    cr_assert_eq(sieve_snapshot_row_id_cached(NULL, NULL, 0, &u), SIEVE_EINVAL);
+}
+
 Test(snapshots, generations_change_only_for_touched_pages) {
     create("g", 4, SIEVE_METRIC_DOT, SIEVE_DTYPE_F32, 128);
     upsert_range("g", 4, 0, 300, 0, 0); /* pages 0, 1, 2 (page 2 partly used) */
