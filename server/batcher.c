@@ -69,6 +69,10 @@ typedef struct mask_entry {
  * freed after a read transaction began while it is open). */
 #define SNAP_MAX_AGE_S 0.5
 
+/* Row -> point id cache of each worker (sieve_idcache): 18 bytes a row, so 256 MiB hold the
+ * ids of about 15M rows; collections past that look the rest up in LMDB per hit. */
+#define ID_CACHE_BYTES ((size_t)256 << 20)
+
 typedef struct worker {
     sieve__batcher *b;
     pthread_t thread;
@@ -87,6 +91,7 @@ typedef struct worker {
     atomic_ullong pages_uploaded, streamed; /* the page cache's counters */
     atomic_ullong last_info_ns; /* when mem_used was last queried */
     sieve__query **batch;       /* batch_max slots */
+    sieve_idcache *idc;         /* row -> point id of the answers' rows (ID_CACHE_BYTES) */
     struct cqueue *queue;       /* the queue of the batch in hand */
     mask_entry masks[MASK_CACHE];
     uint64_t tick;
@@ -373,8 +378,9 @@ static int grow(void **p, size_t *cap, size_t n, size_t sz) {
 /* Keeps q's results from the kernel's rows/scores (count real entries): point ids, and the
  * stored payload bytes and vector when the query asks for them, all read in snap. The JSON
  * is written later by the connection's thread. */
-static void collect_hits(sieve_snapshot *snap, sieve__query *q, sieve_metric metric,
-                         const int64_t *rows, const float *scores, uint32_t count) {
+static void collect_hits(sieve_snapshot *snap, sieve_idcache *idc, sieve__query *q,
+                         sieve_metric metric, const int64_t *rows, const float *scores,
+                         uint32_t count) {
     uint32_t n = 0;
     for (uint32_t i = q->offset; i < count; i++) {
         if (rows[i] < 0) break;
@@ -400,7 +406,7 @@ static void collect_hits(sieve_snapshot *snap, sieve__query *q, sieve_metric met
         sieve__hit *h = &q->hits[j];
         memset(h, 0, sizeof *h);
         h->score = scores[i];
-        if (sieve_snapshot_row_id(snap, row, &h->id)) {
+        if (sieve_snapshot_row_id_cached(snap, idc, row, &h->id)) {
             query_fail(q, 500, "internal error: a result row has no point id");
             return;
         }
@@ -477,7 +483,7 @@ static void run_group(worker *w, sieve_snapshot *snap, sieve__query **g, size_t 
     sieve__metrics_batch(m, (uint32_t)n, t1 - t0, &st);
     sieve__metrics_phase(m, SIEVE__PHASE_SEARCH, t1 - t0);
     for (size_t i = 0; i < n; i++)
-        collect_hits(snap, g[i], metric, w->rbuf + i * k, w->sbuf + i * k,
+        collect_hits(snap, w->idc, g[i], metric, w->rbuf + i * k, w->sbuf + i * k,
                      w->cbuf[i] < k ? w->cbuf[i] : k);
     sieve__metrics_phase(m, SIEVE__PHASE_LOOKUP, sieve__now_s() - t1);
 }
@@ -699,6 +705,7 @@ int sieve__batcher_create(sieve_server *s, const char *spec, sieve__batcher **ou
             if (rc) break;
             w->batch = malloc(s->cfg.batch_max * sizeof *w->batch);
             if (!w->batch) rc = SIEVE_ENOMEM;
+            if (!rc) rc = sieve_idcache_new(ID_CACHE_BYTES, &w->idc);
         }
     }
     if (!rc) {
@@ -731,6 +738,7 @@ void sieve__batcher_destroy(sieve__batcher *b) {
         mask_cache_clear(w);
         sieve_devcache_lane_destroy(w->lane);
         free(w->batch);
+        sieve_idcache_free(w->idc);
         free(w->qbuf);
         sieve_host_free_pinned(w->dev, w->rbuf); /* before the devices close, below */
         sieve_host_free_pinned(w->dev, w->sbuf);
