@@ -226,12 +226,14 @@ const uint64_t *sieve_snapshot_page_generations(const sieve_snapshot *snap);
 /* Row -> external id. Errors: SIEVE_ERANGE (row >= rows), SIEVE_ENOTFOUND (row deleted). */
 int sieve_snapshot_row_id(sieve_snapshot *snap, uint64_t row, sieve_point_id *out);
 /* A row -> id cache, for answers with many hits (one database lookup per row costs about a
- * microsecond): the first lookup in a page reads the ids of all its rows in one cursor
- * pass, later ones index them, as long as the snapshot's generation of that page is the
- * one they were read at (a page's generation changes whenever a row of it is written, so
- * a freed row taken by a new point invalidates them). Holds at most max_bytes of row
- * values (18 bytes a row); past that, lookups go to the database. Owned by one thread at
- * a time; use it with snapshots of one store and free it before closing that store. */
+ * microsecond): the first lookup in a run of 64 rows reads the ids of all of them in one
+ * cursor pass, later ones index them, as long as the snapshot's generation of their page
+ * is the one they were read at (a page's generation changes whenever a row of it is
+ * written, so a freed row taken by a new point invalidates them). Keeps up to 4
+ * collections (the least recently used one makes way) and at most max_bytes of row values
+ * (18 bytes a row, allocated by page); past that, lookups go to the database. Owned by one
+ * thread at a time; use it with snapshots of one store and free it before closing that
+ * store. */
 typedef struct sieve_idcache sieve_idcache;
 int sieve_idcache_new(size_t max_bytes, sieve_idcache **out);
 void sieve_idcache_free(sieve_idcache *c);

@@ -164,13 +164,23 @@ int sieve_snapshot_row_id(sieve_snapshot *snap, uint64_t row, sieve_point_id *ou
 
 /* ---------------------------------------------------------------- row -> id cache */
 
+#define IDC_CHUNK 64 /* rows read together (rows per page are multiples of 128) */
+#define IDC_COLLECTIONS 4
+
+/* One collection's cached row values. */
+typedef struct idc_coll {
+    uint32_t cid, rpp;
+    uint64_t last_use;  /* of the cache's lookups, for eviction */
+    size_t n_pages;     /* entries of vals */
+    uint8_t **vals;     /* per page: rpp row values (SIEVE__ROWVAL bytes each), or NULL */
+    size_t n_chunks;    /* entries of gen and got */
+    uint64_t *gen;      /* per 64-row chunk: page generation it was read at; 0: not read */
+    uint8_t *got;       /* per chunk: rows read (fewer than 64 in a last, partial chunk) */
+} idc_coll;
+
 struct sieve_idcache {
-    int have;          /* cid and rpp are set */
-    uint32_t cid, rpp; /* the collection the pages belong to */
-    size_t n_pages;    /* entries of gen, fill and vals */
-    uint64_t *gen;     /* page generation the page's entries were read at; 0: none */
-    uint32_t *fill;    /* rows read into the page's entries */
-    uint8_t **vals;    /* per page: rpp row values (SIEVE__ROWVAL bytes each), or NULL */
+    idc_coll coll[IDC_COLLECTIONS]; /* cid 0: a free entry (collection ids start at 1) */
+    uint64_t uses;
     size_t bytes, max_bytes;
 };
 
@@ -182,80 +192,104 @@ int sieve_idcache_new(size_t max_bytes, sieve_idcache **out) {
     return 0;
 }
 
-static void idcache_clear(sieve_idcache *c) {
-    for (size_t p = 0; p < c->n_pages; p++) free(c->vals[p]);
-    free(c->gen);
-    free(c->fill);
-    free(c->vals);
-    c->gen = NULL;
-    c->fill = NULL;
-    c->vals = NULL;
-    c->n_pages = 0;
-    c->bytes = 0;
-    c->have = 0;
+static void idc_coll_clear(sieve_idcache *c, idc_coll *e) {
+    for (size_t p = 0; p < e->n_pages; p++) {
+        if (e->vals[p]) c->bytes -= (size_t)e->rpp * SIEVE__ROWVAL;
+        free(e->vals[p]);
+    }
+    free(e->vals);
+    free(e->gen);
+    free(e->got);
+    memset(e, 0, sizeof *e);
 }
 
 void sieve_idcache_free(sieve_idcache *c) {
     if (!c) return;
-    idcache_clear(c);
+    for (int i = 0; i < IDC_COLLECTIONS; i++) idc_coll_clear(c, &c->coll[i]);
     free(c);
 }
 
-/* Makes room for n pages' entries (new ones empty). 0 or SIEVE_ENOMEM. */
-static int idcache_reserve(sieve_idcache *c, size_t n) {
-    if (n <= c->n_pages) return 0;
-    uint64_t *g = realloc(c->gen, n * sizeof *g);
-    if (!g) return SIEVE_ENOMEM;
-    c->gen = g;
-    uint32_t *f = realloc(c->fill, n * sizeof *f);
-    if (!f) return SIEVE_ENOMEM;
-    c->fill = f;
-    uint8_t **v = realloc(c->vals, n * sizeof *v);
-    if (!v) return SIEVE_ENOMEM;
-    c->vals = v;
-    for (size_t p = c->n_pages; p < n; p++) {
-        c->gen[p] = 0;
-        c->fill[p] = 0;
-        c->vals[p] = NULL;
+/* The entry of collection cid (rows per page rpp), taking the least recently used one
+ * when it has none (collection ids start at 1, so cid 0 marks a free entry). */
+static idc_coll *idc_coll_of(sieve_idcache *c, uint32_t cid, uint32_t rpp) {
+    idc_coll *e = NULL, *old = &c->coll[0];
+    for (int i = 0; i < IDC_COLLECTIONS; i++) {
+        if (c->coll[i].cid == cid) e = &c->coll[i];
+        if (c->coll[i].last_use < old->last_use) old = &c->coll[i];
     }
-    c->n_pages = n;
+    if (!e || e->rpp != rpp) {
+        if (!e) e = old;
+        idc_coll_clear(c, e);
+        e->cid = cid;
+        e->rpp = rpp;
+    }
+    e->last_use = ++c->uses;
+    return e;
+}
+
+/* Makes room for the pages and chunks of rows rows (new ones empty). 0 or SIEVE_ENOMEM. */
+static int idc_reserve(idc_coll *e, uint64_t rows) {
+    const size_t np = (size_t)((rows + e->rpp - 1) / e->rpp), nc = np * (e->rpp / IDC_CHUNK);
+    if (np > e->n_pages) {
+        uint8_t **v = realloc(e->vals, np * sizeof *v);
+        if (!v) return SIEVE_ENOMEM;
+        for (size_t p = e->n_pages; p < np; p++) v[p] = NULL;
+        e->vals = v;
+        e->n_pages = np;
+    }
+    if (nc > e->n_chunks) {
+        uint64_t *g = realloc(e->gen, nc * sizeof *g);
+        if (!g) return SIEVE_ENOMEM;
+        e->gen = g;
+        uint8_t *n = realloc(e->got, nc);
+        if (!n) return SIEVE_ENOMEM;
+        e->got = n;
+        for (size_t i = e->n_chunks; i < nc; i++) {
+            g[i] = 0;
+            n[i] = 0;
+        }
+        e->n_chunks = nc;
+    }
     return 0;
 }
 
-/* Reads the row values of page p as of snap into the cache (one cursor pass). Any error
- * leaves the page empty; the caller then asks the database directly. */
-static int idcache_fill(sieve_snapshot *snap, sieve_idcache *c, uint64_t p, uint64_t gen) {
-    const sieve_collection_info *in = &snap->view->info;
-    const size_t val_bytes = (size_t)c->rpp * SIEVE__ROWVAL;
-    if (!c->vals[p]) {
-        if (c->bytes + val_bytes > c->max_bytes) return SIEVE_ENOMEM;
-        if (!(c->vals[p] = malloc(val_bytes))) return SIEVE_ENOMEM;
-        c->bytes += val_bytes;
+/* Reads the values of the rows of chunk ch as of snap (one cursor pass, at most 64 rows,
+ * all in one page). Any error leaves the chunk unread; the caller then asks the database
+ * directly. */
+static int idc_fill(sieve_snapshot *snap, sieve_idcache *c, idc_coll *e, uint64_t ch,
+                    uint64_t gen) {
+    const uint64_t rows = snap->view->info.rows;
+    const uint64_t first = ch * IDC_CHUNK, p = first / e->rpp;
+    const uint64_t end = first + IDC_CHUNK < rows ? first + IDC_CHUNK : rows;
+    const size_t page_bytes = (size_t)e->rpp * SIEVE__ROWVAL;
+    if (!e->vals[p]) {
+        if (c->bytes + page_bytes > c->max_bytes) return SIEVE_ENOMEM;
+        if (!(e->vals[p] = malloc(page_bytes))) return SIEVE_ENOMEM;
+        c->bytes += page_bytes;
     }
-    c->gen[p] = 0;
-    const uint64_t first = p * c->rpp;
-    const uint64_t end = first + c->rpp < in->rows ? first + c->rpp : in->rows;
+    e->gen[ch] = 0;
+    uint8_t *dst = e->vals[p] + (first - p * e->rpp) * SIEVE__ROWVAL;
     MDB_cursor *cur;
     int rc = mdb_cursor_open(snap->txn, snap->st->dbi_rows, &cur);
     if (rc) return sieve__mdb_err(rc);
-    sieve__rkey rk = sieve__rowkey(c->cid, first);
+    sieve__rkey rk = sieve__rowkey(e->cid, first);
     MDB_val k = {sizeof rk.b, rk.b}, d;
     rc = mdb_cursor_get(cur, &k, &d, MDB_SET_RANGE);
     int bad = 0;
     for (uint64_t r = first; r < end && !rc; r++) {
-        rk = sieve__rowkey(c->cid, r);
+        rk = sieve__rowkey(e->cid, r);
         if (k.mv_size != sizeof rk.b || memcmp(k.mv_data, rk.b, sizeof rk.b) ||
             d.mv_size != SIEVE__ROWVAL) {
             bad = 1;
             break;
         }
-        memcpy(c->vals[p] + (r - first) * SIEVE__ROWVAL, d.mv_data, SIEVE__ROWVAL);
+        memcpy(dst + (r - first) * SIEVE__ROWVAL, d.mv_data, SIEVE__ROWVAL);
         if (r + 1 < end) rc = mdb_cursor_get(cur, &k, &d, MDB_NEXT);
     }
     mdb_cursor_close(cur);
     if (bad || rc) return SIEVE_ECORRUPT; /* a row missing or malformed: see the database */
-    c->gen[p] = gen;
-    c->fill[p] = (uint32_t)(end - first);
+    e->gen[ch] = gen;
+    e->got[ch] = (uint8_t)(end - first);
     return 0;
 }
 
@@ -266,19 +300,14 @@ int sieve_snapshot_row_id_cached(sieve_snapshot *snap, sieve_idcache *c, uint64_
     const sieve_collection_info *in = &snap->view->info;
     if (row >= in->rows) return SIEVE_ERANGE;
     if (row_deleted(snap, row)) return SIEVE_ENOTFOUND;
-    const uint32_t rpp = in->config.rows_per_page;
-    if (!c->have || c->cid != in->collection_id || c->rpp != rpp) {
-        idcache_clear(c);
-        c->have = 1;
-        c->cid = in->collection_id;
-        c->rpp = rpp;
-    }
-    const uint64_t p = row / rpp, i = row % rpp;
+    idc_coll *e = idc_coll_of(c, in->collection_id, in->config.rows_per_page);
+    const uint64_t p = row / e->rpp, ch = row / IDC_CHUNK;
     const uint64_t gen = snap->view->page_gen[p];
-    if (idcache_reserve(c, in->pages) ||
-        ((gen == 0 || c->gen[p] != gen || i >= c->fill[p]) && idcache_fill(snap, c, p, gen)))
+    if (idc_reserve(e, in->rows) ||
+        ((gen == 0 || e->gen[ch] != gen || row - ch * IDC_CHUNK >= e->got[ch]) &&
+         idc_fill(snap, c, e, ch, gen)))
         return sieve_snapshot_row_id(snap, row, out);
-    const uint8_t *v = c->vals[p] + i * SIEVE__ROWVAL;
+    const uint8_t *v = e->vals[p] + (row - p * e->rpp) * SIEVE__ROWVAL;
     if (v[SIEVE__IDKEY] != 1) return SIEVE_ECORRUPT;
     return sieve__id_from_key(v, out);
 }

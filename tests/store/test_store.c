@@ -709,6 +709,27 @@ Test(snapshots, id_cache_agrees_with_the_database) {
     sieve_snapshot_close(s2);
     sieve_snapshot_close(s3);
 
+    /* other collections through the same cache, in turns with this one (more of them than
+       the cache keeps, so entries are evicted and read again) */
+    const char *others[] = {"d", "e", "f", "g", "h"};
+    for (int i = 0; i < 5; i++) {
+        create(others[i], 4, SIEVE_METRIC_DOT, SIEVE_DTYPE_F32, 128);
+        upsert_range(others[i], 4, 9000 + 1000 * (uint64_t)i, 150, 0, 0);
+    }
+    sieve_snapshot *sc;
+    cr_assert_eq(sieve_snapshot_open(g_st, "c", &sc), 0);
+    for (int round = 0; round < 2; round++)
+        for (int i = 0; i < 5; i++) {
+            sieve_snapshot *so;
+            cr_assert_eq(sieve_snapshot_open(g_st, others[i], &so), 0);
+            ids_agree(so, c, 160);
+            cr_assert_eq(cached_num(so, c, 149), 9000 + 1000 * (uint64_t)i + 149);
+            sieve_snapshot_close(so);
+            ids_agree(sc, c, 345);
+            cr_assert_eq(cached_num(sc, c, 17), 1001);
+        }
+    sieve_snapshot_close(sc);
+
     /* a collection of the same name created again: other ids on the same rows */
     cr_assert_eq(sieve_store_drop_collection(g_st, "c"), 0);
     create("c", 4, SIEVE_METRIC_DOT, SIEVE_DTYPE_F32, 128);
