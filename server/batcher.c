@@ -6,8 +6,9 @@
  * batch_max queries wait, then takes up to batch_max of them and answers them inside one
  * store snapshot: queries with the same filter share one allowed-row mask (built by visiting
  * the rows, reused across batches while the collection does not change), queries with the
- * same filter and k share one kernel call, and result rows are mapped to ids (and, when
- * asked, payload bytes and vectors) in that same snapshot. When the last query of a request
+ * same filter and k share one kernel call, and result rows are mapped to ids (through the
+ * worker's row -> id cache, sieve_idcache) and, when asked, payload bytes and vectors, in
+ * that same snapshot. When the last query of a request
  * is answered, the worker resumes the connection; the reply's JSON is built afterwards on
  * the connection's own HTTP thread (sieve__search_job_reply), not here.
  * Must not: parse HTTP bodies (routes validate before submitting), format replies, or write
@@ -18,7 +19,7 @@
  * a finished worker maps rows to ids and resumes connections beside the next kernel call.
  * Each worker owns its own device handle (so its own stream and kernel scratch, see
  * kernels/sieve_kernels.h), its own lane into the device's page cache, its own mask cache,
- * host buffers and snapshot; the only things the workers of a device share are the queues
+ * id cache, host buffers and snapshot; the only things the workers of a device share are the queues
  * (under the batcher's mutex) and the page cache (sieve_devcache, which locks itself: a
  * resident collection is refreshed only while no worker's search reads it).
  *
