@@ -133,8 +133,10 @@ Test(lifecycle, sigterm_under_load_finishes_in_flight_and_exits_0) {
 typedef struct one_arg {
     int port;
     pthread_barrier_t *bar;
-    int ok;
+    int ok; /* searches answered with 3 hits */
 } one_arg;
+
+enum { ROUNDS = 10 }; /* searches per client, one after the other */
 
 static void *one_search(void *p) {
     one_arg *a = p;
@@ -142,17 +144,24 @@ static void *one_search(void *p) {
     memset(&s, 0, sizeof s);
     s.port = a->port;
     pthread_barrier_wait(a->bar);
-    th_resp r;
-    if (th_req(&s, "POST", "/collections/c/points/search",
-               "{\"vector\":[1,0.5,-0.5,0.25],\"limit\":3}", NULL, &r) == 0 &&
-        r.status == 200 && json_array_size(th_result(&r)) == 3)
-        a->ok = 1;
-    th_resp_free(&r);
+    for (int i = 0; i < ROUNDS; i++) {
+        th_resp r;
+        if (th_req(&s, "POST", "/collections/c/points/search",
+                   "{\"vector\":[1,0.5,-0.5,0.25],\"limit\":3}", NULL, &r) == 0 &&
+            r.status == 200 && json_array_size(th_result(&r)) == 3)
+            a->ok++;
+        th_resp_free(&r);
+    }
     return NULL;
 }
 
 Test(lifecycle, concurrent_searches_share_kernel_calls) {
-    /* A wide window makes the grouping deterministic enough to assert on. */
+    /* 16 closed-loop clients, 10 searches each: the batcher expects the clients that were
+       in the system when it last answered and waits (up to the window) for them, so calls
+       carry several queries on average. One burst of single searches is not asserted on:
+       the window waits only for searches whose headers have arrived (batcher.c), and on a
+       loaded machine the burst can spread over several kernel calls (seen: 16 searches in
+       10 calls once in about 48 runs). */
     START("--batch-wait-us", "200000", "--batch-max", "64", END);
     go("PUT", "/collections/c", "{\"vectors\":{\"size\":4,\"distance\":\"Dot\"}}");
     ok_result();
@@ -171,17 +180,19 @@ Test(lifecycle, concurrent_searches_share_kernel_calls) {
     }
     for (int i = 0; i < T; i++) {
         pthread_join(th[i], NULL);
-        cr_assert(args[i].ok, "search %d failed", i);
+        cr_assert_eq(args[i].ok, ROUNDS, "client %d: %d of %d searches answered", i,
+                     args[i].ok, ROUNDS);
     }
     pthread_barrier_destroy(&bar);
     go("GET", "/metrics", NULL);
     EXPECT_STATUS(200);
     double calls = metric_value(R.body, "sieve_batch_size_count");
     double queries = metric_value(R.body, "sieve_batch_size_sum");
-    cr_assert_eq(queries, T, "batched queries: %g\n%s", queries, R.body);
-    cr_assert(calls >= 1 && calls <= T / 2, "%d concurrent searches took %g kernel calls", T,
-              calls);
-    cr_assert(metric_value(R.body, "sieve_search_queries_total") == T, "%s", R.body);
+    cr_assert_eq(queries, T * ROUNDS, "batched queries: %g\n%s", queries, R.body);
+    cr_log_info("%d searches from %d clients in %g kernel calls", T * ROUNDS, T, calls);
+    cr_assert(calls >= 1 && calls <= T * ROUNDS / 2,
+              "%d searches from %d clients took %g kernel calls", T * ROUNDS, T, calls);
+    cr_assert(metric_value(R.body, "sieve_search_queries_total") == T * ROUNDS, "%s", R.body);
     stop_ok();
 }
 
