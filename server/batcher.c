@@ -8,9 +8,9 @@
  * the rows, reused across batches while the collection does not change), queries with the
  * same filter and k share one kernel call, and result rows are mapped to ids (through the
  * worker's row -> id cache, sieve_idcache) and, when asked, payload bytes and vectors, in
- * that same snapshot. When the last query of a request
- * is answered, the worker resumes the connection; the reply's JSON is built afterwards on
- * the connection's own HTTP thread (sieve__search_job_reply), not here.
+ * that same snapshot. When the last query of a request is answered, the worker resumes the
+ * connection; the reply's JSON is built afterwards on the connection's own HTTP thread
+ * (sieve__search_job_reply), not here.
  * Must not: parse HTTP bodies (routes validate before submitting), format replies, or write
  * to the store.
  *
@@ -19,9 +19,9 @@
  * a finished worker maps rows to ids and resumes connections beside the next kernel call.
  * Each worker owns its own device handle (so its own stream and kernel scratch, see
  * kernels/sieve_kernels.h), its own lane into the device's page cache, its own mask cache,
- * id cache, host buffers and snapshot; the only things the workers of a device share are the queues
- * (under the batcher's mutex) and the page cache (sieve_devcache, which locks itself: a
- * resident collection is refreshed only while no worker's search reads it).
+ * id cache, host buffers and snapshot; the only things the workers of a device share are
+ * the queues (under the batcher's mutex) and the page cache (sieve_devcache, which locks
+ * itself: a resident collection is refreshed only while no worker's search reads it).
  *
  * Snapshots: a worker keeps its snapshot for the next batch of the same collection while
  * sieve_snapshot_is_current says nothing changed (at most SNAP_MAX_AGE_S), and closes it
@@ -350,12 +350,18 @@ static int get_mask(worker *w, sieve_snapshot *snap, const sieve__filter *f, con
 
 /* ---------------------------------------------------------------- answering */
 
+/* The capacity a buffer of cap elements grows to for n (doubling from 64). */
+static size_t grown_cap(size_t cap, size_t n) {
+    size_t c = cap ? cap : 64;
+    while (c < n) c *= 2;
+    return c;
+}
+
 /* Grows a page-locked buffer of w's device (plain memory on the CPU device) to hold n
  * elements of size sz; the contents are not kept. Returns 0 or -1. */
 static int grow_pinned(worker *w, void **p, size_t *cap, size_t n, size_t sz) {
     if (*cap >= n) return 0;
-    size_t c = *cap ? *cap : 64;
-    while (c < n) c *= 2;
+    const size_t c = grown_cap(*cap, n);
     void *q = NULL;
     if (sieve_host_alloc_pinned(w->dev, c * sz, &q)) return -1;
     sieve_host_free_pinned(w->dev, *p);
@@ -367,8 +373,7 @@ static int grow_pinned(worker *w, void **p, size_t *cap, size_t n, size_t sz) {
 /* Grows a buffer to hold n elements of size sz. Returns 0 or -1. */
 static int grow(void **p, size_t *cap, size_t n, size_t sz) {
     if (*cap >= n) return 0;
-    size_t c = *cap ? *cap : 64;
-    while (c < n) c *= 2;
+    const size_t c = grown_cap(*cap, n);
     void *q = realloc(*p, c * sz);
     if (!q) return -1;
     *p = q;

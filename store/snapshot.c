@@ -149,6 +149,12 @@ static int row_deleted(const sieve_snapshot *s, uint64_t row) {
     return (s->view->deleted[row / 64] >> (row % 64)) & 1;
 }
 
+/* The id in a "rows" value (SIEVE__ROWVAL bytes: id key, live flag) of a live row. */
+static int id_of_rowval(const uint8_t *v, sieve_point_id *out) {
+    if (v[SIEVE__IDKEY] != 1) return SIEVE_ECORRUPT;
+    return sieve__id_from_key(v, out);
+}
+
 int sieve_snapshot_row_id(sieve_snapshot *snap, uint64_t row, sieve_point_id *out) {
     if (!snap || !out) return SIEVE_EINVAL;
     if (row >= snap->view->info.rows) return SIEVE_ERANGE;
@@ -157,9 +163,8 @@ int sieve_snapshot_row_id(sieve_snapshot *snap, uint64_t row, sieve_point_id *ou
     MDB_val k = {sizeof rk.b, rk.b}, d;
     int rc = mdb_get(snap->txn, snap->st->dbi_rows, &k, &d);
     if (rc) return rc == MDB_NOTFOUND ? SIEVE_ECORRUPT : sieve__mdb_err(rc);
-    const uint8_t *v = d.mv_data;
-    if (d.mv_size != SIEVE__ROWVAL || v[SIEVE__IDKEY] != 1) return SIEVE_ECORRUPT;
-    return sieve__id_from_key(v, out);
+    if (d.mv_size != SIEVE__ROWVAL) return SIEVE_ECORRUPT;
+    return id_of_rowval(d.mv_data, out);
 }
 
 /* ---------------------------------------------------------------- row -> id cache */
@@ -307,9 +312,7 @@ int sieve_snapshot_row_id_cached(sieve_snapshot *snap, sieve_idcache *c, uint64_
         ((gen == 0 || e->gen[ch] != gen || row - ch * IDC_CHUNK >= e->got[ch]) &&
          idc_fill(snap, c, e, ch, gen)))
         return sieve_snapshot_row_id(snap, row, out);
-    const uint8_t *v = e->vals[p] + (row - p * e->rpp) * SIEVE__ROWVAL;
-    if (v[SIEVE__IDKEY] != 1) return SIEVE_ECORRUPT;
-    return sieve__id_from_key(v, out);
+    return id_of_rowval(e->vals[p] + (row - p * e->rpp) * SIEVE__ROWVAL, out);
 }
 
 int sieve_snapshot_id_row(sieve_snapshot *snap, const sieve_point_id *id, uint64_t *row) {
