@@ -43,6 +43,6 @@ int sieve__cuda_fill_rows(void *ctx, void *dst, sieve_dtype dtype, uint64_t n_ro
     return SIEVE_ENODEV;
 }
 int sieve__cuda_select3(void *ctx, const float *keys, uint32_t lists, uint32_t n, uint32_t rj,
-                        uint32_t rj2, float *out) {
+                        uint32_t rj2, uint32_t parts, float *out) {
     return SIEVE_ENODEV;
 }

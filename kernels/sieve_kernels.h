@@ -29,8 +29,8 @@
  * 2^-8 for bfloat16: answers agree across devices up to near-ties within that bound.
  * On Hopper (sm_90) the float16/bfloat16 scan uses wgmma tiles, elsewhere mma.sync; the
  * environment variable SIEVE_CUDA_SCAN (mma, wg64x128, wg128x128s3, wg64x128-direct,
- * wg128x128s3-direct, tma64x256, tma64x128, tma128x256, tma64x128s, tma128x256s) overrides
- * the choice, for benchmarks and tests only.
+ * wg128x128s3-direct, tma64x256, tma64x128, tma128x256, tma64x128s, tma64x256s, tma128x256s)
+ * overrides the choice, for benchmarks and tests only.
  */
 #ifndef SIEVE_KERNELS_H
 #define SIEVE_KERNELS_H

@@ -117,12 +117,13 @@ static inline SIEVE__HD float sieve__pattern_at(int pattern, uint64_t seed, uint
 
 int sieve__cuda_fill_rows(void *ctx, void *dst, sieve_dtype dtype, uint64_t n_rows, uint32_t dim,
                           int pattern, uint64_t seed);
-/* For the GPU tests: the fused search's sample selection (one block per list) over `lists`
- * host lists of n float keys; out[3l .. 3l + 2] (host) = list l's keys at descending ranks
- * 0, rj and rj2 (ordered as float bits map to ordered integers, so -0 < +0).
+/* For the GPU tests: the fused search's sample selection over `lists` host lists of n float
+ * keys, each list split over `parts` blocks of one thread block cluster (1, 2, 4 or 8; 0: as
+ * the search would pick); out[3l .. 3l + 2] (host) = list l's keys at descending ranks 0, rj
+ * and rj2 (ordered as float bits map to ordered integers, so -0 < +0).
  * Errors: SIEVE_EINVAL, SIEVE_ENOMEM, SIEVE_EDEVICE (SIEVE_ENODEV without CUDA). */
 int sieve__cuda_select3(void *ctx, const float *keys, uint32_t lists, uint32_t n, uint32_t rj,
-                        uint32_t rj2, float *out);
+                        uint32_t rj2, uint32_t parts, float *out);
 
 #define SIEVE__COPY_H2D 1
 #define SIEVE__COPY_D2H 2

@@ -65,7 +65,7 @@ for stage in "$@"; do
       "$B/bench/sieve-bench" knn $BENCH_ARGS --json "$OUT/knn.json" > "$OUT/bench.log" 2>&1 || status=1
       grep -vE "^#" "$OUT/bench.log" | cut -c1-150 ;;
     variants)
-      for v in ${VARIANTS:-mma wg64x128 wg128x128s3 wg64x128-direct wg128x128s3-direct tma64x256 tma64x128 tma128x256 tma64x128s tma128x256s}; do
+      for v in ${VARIANTS:-mma wg64x128 wg128x128s3 wg64x128-direct wg128x128s3-direct tma64x256 tma64x128 tma128x256 tma64x128s tma64x256s tma128x256s}; do
         SIEVE_CUDA_SCAN=$v "$B/bench/sieve-bench" knn ${VARIANT_ARGS:---n 5m --batch 1,64,128,1024 --k 128 --repeat 10 --no-materialized} \
           --json "$OUT/variants.json" > "$OUT/variant_$v.log" 2>&1 || status=1
         echo "--- $v (B fused_ms sample/scan/select)"

@@ -17,6 +17,7 @@
  * Must not: be called except through kernels/device.c; allocate on the fused path when the
  * caller passes scratch.
  */
+#include <cooperative_groups.h>
 #include <cub/cub.cuh>
 #include <math.h>
 #include <stdlib.h>
@@ -31,6 +32,7 @@
 #include "scan.cuh"
 
 using namespace sieve_cuda;
+namespace cg = cooperative_groups;
 
 namespace {
 
@@ -148,60 +150,135 @@ struct Sel3 {
     uint32_t hi, j, j2;
 };
 
-/* Sel3 of n keys (global or shared memory) for the whole block (blockDim.x a multiple of 32,
- * at least 64): the maximum by one reduction pass, ranks rj and rj2 (each only when wanted;
- * 0 otherwise) by 4 radix passes of 8 bits that read the keys once for both ranks (a rank at
- * or past n gives what a selection of that rank alone gives). hist: 512 words of shared
- * memory, sel: 4, mx: 1. */
-__device__ Sel3 block_select3_desc(const float *keys, uint32_t n, uint32_t rj, uint32_t rj2,
-                                   bool want_j, bool want_j2, uint32_t *hist, uint32_t *sel,
-                                   uint32_t *mx) {
-    const uint32_t tid = threadIdx.x, bd = blockDim.x;
-    if (tid == 0) *mx = 0u; /* the smallest ordered value */
-    __syncthreads();
-    uint32_t m = 0u;
-    for (uint32_t i = tid; i < n; i += bd) m = max(m, ord_of(keys[i]));
-    m = __reduce_max_sync(0xffffffffu, m);
-    if ((tid & 31u) == 0) atomicMax(mx, m);
-    uint32_t pj = 0, pj2 = 0, mask = 0, rem_j = rj, rem_j2 = rj2;
-    for (int shift = 24; shift >= 0 && (want_j || want_j2); shift -= 8) {
-        for (uint32_t i = tid; i < 512; i += bd) hist[i] = 0;
-        __syncthreads();
-        for (uint32_t base = 0; base < n; base += bd) {
-            const uint32_t i = base + tid;
-            const bool in = i < n;
-            const uint32_t u = in ? ord_of(keys[i]) : 0u;
-            const uint32_t d = (u >> shift) & 255u;
-            if (want_j) hist_add_warp(hist, d, in && (u & mask) == pj);
-            if (want_j2) hist_add_warp(hist + 256, d, in && (u & mask) == pj2);
-        }
-        __syncthreads();
-        /* the digit: the highest bin whose count from the top passes the remaining rank */
-        if ((tid == 0 && want_j) || (tid == 32 && want_j2)) {
-            const uint32_t *h = tid == 0 ? hist : hist + 256;
-            const uint32_t remaining = tid == 0 ? rem_j : rem_j2;
-            uint32_t accu = 0, d = 0;
-            for (int b = 255; b >= 0; b--) {
-                const uint32_t c = h[b];
-                if (accu + c > remaining) {
-                    d = (uint32_t)b;
-                    break;
-                }
-                accu += c;
-            }
-            sel[tid == 0 ? 0 : 2] = d;
-            sel[tid == 0 ? 1 : 3] = remaining - accu;
-        }
-        __syncthreads();
-        pj |= sel[0] << shift;
-        rem_j = sel[1];
-        pj2 |= sel[2] << shift;
-        rem_j2 = sel[3];
-        mask |= 255u << shift;
-        __syncthreads();
+/* Static shared memory of the sample selection. sum: the cluster's histogram of each pass
+ * (only the cluster's first block's is used); hist: this block's histogram of the pass, then
+ * the cluster's; sel: the digits and the ranks left (j, then j2); mx: the maximum. */
+struct SelSmem {
+    uint32_t sum[4][512];
+    uint32_t hist[512];
+    uint32_t sel[4];
+    uint32_t mx;
+};
+
+/* Keys per slice when n keys are split over `parts` blocks, and the dynamic shared memory a
+ * block stages its slice in (0: the slice does not fit in SELECT_SMEM and is read in place). */
+constexpr size_t SELECT_SMEM = 96 * 1024;
+__host__ __device__ inline uint32_t select_slice(uint32_t n, uint32_t parts) {
+    return (n + parts - 1) / parts;
+}
+__host__ __device__ inline size_t select_stage_bytes(uint32_t n, uint32_t parts) {
+    const size_t b = (size_t)select_slice(n, parts) * sizeof(uint32_t);
+    return b <= SELECT_SMEM ? b : 0;
+}
+
+/* One warp: the digit of a radix pass from a 256-bin histogram h of the keys that match the
+ * prefix so far: the highest bin whose count from the top passes `remaining` (*digit) and the
+ * rank left inside it (*rest). When the counts do not pass it (a rank at or past the matching
+ * keys) digit 0 and `remaining` less their total, as a selection of that rank alone gives.
+ * Lane l sums bins 255 - 8l ... 248 - 8l; a prefix sum over the lanes finds the lane that holds
+ * the digit, which walks its 8 bins. Every lane of the warp calls it. */
+__device__ void digit_from_top(const uint32_t *h, uint32_t remaining, uint32_t *digit,
+                               uint32_t *rest) {
+    const uint32_t lane = threadIdx.x & 31u;
+    uint32_t c[8], s = 0;
+    for (int t = 0; t < 8; t++) {
+        c[t] = h[255 - 8 * lane - t];
+        s += c[t];
     }
-    __syncthreads();
-    return {*mx, want_j ? pj : 0u, want_j2 ? pj2 : 0u};
+    uint32_t incl = s;
+    for (uint32_t o = 1; o < 32; o *= 2) {
+        const uint32_t v = __shfl_up_sync(0xffffffffu, incl, o);
+        if (lane >= o) incl += v;
+    }
+    const uint32_t hit = __ballot_sync(0xffffffffu, incl > remaining);
+    const uint32_t total = __shfl_sync(0xffffffffu, incl, 31);
+    if (!hit) {
+        if (lane == 0) {
+            *digit = 0;
+            *rest = remaining - total;
+        }
+        return;
+    }
+    if (lane != (uint32_t)(__ffs(hit) - 1)) return;
+    uint32_t accu = incl - s;
+    for (int t = 0; t < 8; t++) {
+        if (accu + c[t] > remaining) {
+            *digit = 255 - 8 * lane - t;
+            *rest = remaining - accu;
+            return;
+        }
+        accu += c[t];
+    }
+}
+
+/* Sel3 of n keys (global memory) split over the blocks of the calling thread block cluster:
+ * block r of C takes the r-th slice of select_slice(n, C) keys, stages its ordered values in
+ * `ords` (dynamic shared memory, when select_stage_bytes(n, C) > 0) and takes their maximum
+ * on the way. Ranks rj and rj2 (each only when wanted; 0 otherwise) by 4 radix passes of 8
+ * bits: each block counts its slice's keys that match the prefix (warp-aggregated), adds the
+ * counts into the first block's sum for the pass (distributed shared memory), and after one
+ * cluster barrier every block copies the sum back and finds the same digits. A rank at or past
+ * n gives what a selection of that rank alone gives. C = 1 is one block on its own.
+ * Every thread of every block of the cluster calls it; blockDim.x a multiple of 32, >= 64.
+ * .hi is the maximum of all n keys in the cluster's first block only (the others get their
+ * slice's). */
+__device__ Sel3 cluster_select3_desc(const float *keys, uint32_t n, uint32_t rj, uint32_t rj2,
+                                     bool want_j, bool want_j2, SelSmem &sm, uint32_t *ords) {
+    cg::cluster_group cl = cg::this_cluster();
+    const uint32_t tid = threadIdx.x, bd = blockDim.x;
+    const uint32_t C = cl.num_blocks(), r = cl.block_rank();
+    const uint32_t per = select_slice(n, C);
+    const uint32_t lo = r * per < n ? r * per : n;
+    const uint32_t len = (n - lo < per ? n - lo : per);
+    const bool staged = select_stage_bytes(n, C) != 0;
+    const float *src = keys + lo;
+    for (uint32_t i = tid; i < 4 * 512; i += bd) (&sm.sum[0][0])[i] = 0;
+    if (tid < 4) sm.sel[tid] = 0;
+    if (tid == 0) sm.mx = 0u; /* the smallest ordered value */
+    uint32_t m = 0u;
+    for (uint32_t i = tid; i < len; i += bd) {
+        const uint32_t u = ord_of(src[i]);
+        if (staged) ords[i] = u;
+        m = max(m, u);
+    }
+    m = __reduce_max_sync(0xffffffffu, m);
+    cl.sync(); /* every block's sums zeroed and slice staged */
+    uint32_t *sum0 = cl.map_shared_rank(&sm.sum[0][0], 0);
+    if ((tid & 31u) == 0) atomicMax(cl.map_shared_rank(&sm.mx, 0), m);
+    uint32_t pj = 0, pj2 = 0, mask = 0, rem_j = rj, rem_j2 = rj2;
+    for (int p = 0; p < 4 && (want_j || want_j2); p++) {
+        const int shift = 24 - 8 * p;
+        for (uint32_t i = tid; i < 512; i += bd) sm.hist[i] = 0;
+        __syncthreads();
+        for (uint32_t base = 0; base < len; base += bd) {
+            const uint32_t i = base + tid;
+            const bool in = i < len;
+            const uint32_t u = in ? (staged ? ords[i] : ord_of(src[i])) : 0u;
+            const uint32_t d = (u >> shift) & 255u;
+            if (want_j) hist_add_warp(sm.hist, d, in && (u & mask) == pj);
+            if (want_j2) hist_add_warp(sm.hist + 256, d, in && (u & mask) == pj2);
+        }
+        __syncthreads();
+        if (C > 1) {
+            for (uint32_t i = tid; i < 512; i += bd)
+                if (sm.hist[i]) atomicAdd(sum0 + p * 512 + i, sm.hist[i]);
+            cl.sync(); /* the pass's sum is complete */
+            for (uint32_t i = tid; i < 512; i += bd) sm.hist[i] = sum0[p * 512 + i];
+            __syncthreads();
+        }
+        const uint32_t w = tid >> 5;
+        if (w == 0 && want_j) digit_from_top(sm.hist, rem_j, &sm.sel[0], &sm.sel[1]);
+        if (w == 1 && want_j2) digit_from_top(sm.hist + 256, rem_j2, &sm.sel[2], &sm.sel[3]);
+        __syncthreads();
+        pj |= sm.sel[0] << shift;
+        rem_j = sm.sel[1];
+        pj2 |= sm.sel[2] << shift;
+        rem_j2 = sm.sel[3];
+        mask |= 255u << shift;
+    }
+    /* the maximum is complete, and no block leaves while another may still read its sums */
+    cl.sync();
+    return {r == 0 ? sm.mx : m, want_j ? pj : 0u, want_j2 ? pj2 : 0u};
 }
 
 /* Query q's bin table over [lo, hi]: edges[q][b] = edge_at(b, lo, w) and binw[q] = w, so
@@ -213,43 +290,34 @@ __device__ void write_edges(float *edges, float *binw, uint32_t q, float lo, flo
     if (threadIdx.x == 0) binw[q] = w;
 }
 
-/* The n keys in shared memory (keys_s, dynamic, when they fit in SELECT_SMEM bytes) or in
- * place. */
-constexpr size_t SELECT_SMEM = 96 * 1024;
-__device__ const float *stage_keys(const float *keys, uint32_t n, float *keys_s) {
-    if ((size_t)n * sizeof(float) > SELECT_SMEM) return keys;
-    for (uint32_t i = threadIdx.x; i < n; i += blockDim.x) keys_s[i] = keys[i];
-    __syncthreads();
-    return keys_s;
-}
-
-/* Test entry's kernel: block b selects over list b (n keys) into out[3b .. 3b + 2]. */
+/* Test entry's kernel: cluster b selects over list b (n keys) into out[3b .. 3b + 2]. */
 __global__ void select3_kernel(const float *keys, uint32_t n, uint32_t rj, uint32_t rj2,
                                float *out) {
-    extern __shared__ float keys_s[];
-    __shared__ uint32_t h[512];
-    __shared__ uint32_t sel[4], mx;
-    const float *k = stage_keys(keys + (size_t)blockIdx.x * n, n, keys_s);
-    const Sel3 r = block_select3_desc(k, n, rj, rj2, true, true, h, sel, &mx);
-    if (threadIdx.x == 0) {
-        out[3 * blockIdx.x + 0] = float_of_ord(r.hi);
-        out[3 * blockIdx.x + 1] = float_of_ord(r.j);
-        out[3 * blockIdx.x + 2] = float_of_ord(r.j2);
+    extern __shared__ uint32_t ords[];
+    __shared__ SelSmem sm;
+    cg::cluster_group cl = cg::this_cluster();
+    const uint32_t l = blockIdx.x / cl.num_blocks();
+    const Sel3 r = cluster_select3_desc(keys + (size_t)l * n, n, rj, rj2, true, true, sm, ords);
+    if (cl.block_rank() == 0 && threadIdx.x == 0) {
+        out[3 * l + 0] = float_of_ord(r.hi);
+        out[3 * l + 1] = float_of_ord(r.j);
+        out[3 * l + 2] = float_of_ord(r.j2);
     }
 }
 
-/* One block per query: proposed boundary (rank j), secondary (rank j2, or -inf when
+/* One cluster per query: proposed boundary (rank j), secondary (rank j2, or -inf when
  * j2 >= s_e), sample max; bins over [boundary, max]; state reset. forced: use `fb`. */
 __global__ void propose_kernel(const float *sample, uint32_t S, uint32_t s_e, uint32_t j,
                                uint32_t j2, int forced, float fb, uint32_t *thr, uint32_t *thr2,
                                float *hi_out, float *edges, float *binw, uint32_t *hist,
                                uint32_t *cnt) {
-    extern __shared__ float keys_s[];
-    __shared__ uint32_t h[512];
-    __shared__ uint32_t sel[4], mx;
-    uint32_t q = blockIdx.x;
-    const float *keys = stage_keys(sample + (size_t)q * S, S, keys_s);
-    const Sel3 r = block_select3_desc(keys, S, j, j2, !forced, j2 < s_e, h, sel, &mx);
+    extern __shared__ uint32_t ords[];
+    __shared__ SelSmem sm;
+    cg::cluster_group cl = cg::this_cluster();
+    const uint32_t q = blockIdx.x / cl.num_blocks();
+    const Sel3 r = cluster_select3_desc(sample + (size_t)q * S, S, j, j2, !forced, j2 < s_e, sm,
+                                        ords);
+    if (cl.block_rank() != 0) return;
     uint32_t o_hi = r.hi;
     uint32_t o_j = r.j;
     uint32_t o_j2 = j2 < s_e ? r.j2 : NEG_INF_ORD;
@@ -494,15 +562,17 @@ int launch_tma(const sieve__cuda_ctx *c, cudaStream_t s, const ScanParams &p, ui
  * in shared memory; their "-direct" forms admit each key from the epilogue as it passes.
  * TMA-fed warp-specialised tiles, one CTA per SM, direct admissions: "tma64x256",
  * "tma64x128" (64 queries; above 64 both use "tma128x256"), "tma128x256"; and their forms
- * that stage admissions per warp in shared memory (WST_CAP in scan.cuh): "tma64x128s"
- * (above 64 queries "tma128x256s") and "tma128x256s". The TMA tiles need evenly spaced pages
+ * that stage admissions per warp in shared memory (WST_CAP in scan.cuh): "tma64x128s",
+ * "tma64x256s" (above 64 queries both use "tma128x256s") and "tma128x256s". The TMA tiles need evenly spaced pages
  * (sieve_matrix.page_base) and fall back to the cp.async tiles otherwise and for the sample
  * and materialized modes.
  * Defaults, from the H200 A/B runs in bench/KERNEL_NOTES.md (v12, 5M rows, float16):
  * tma64x256 up to 8 queries, and up to 16 for k <= 1024 (B = 1, k = 8192: 2.28 against
- * 2.67 ms for tma64x128s; B = 16, k = 128: 1.93 against 2.27); tma64x128s up to 64
- * queries (B = 64: k = 128 2.04 against 2.11 ms for tma64x128, k = 8192 3.42 against 3.96
- * for wg64x128); above 64 queries tma128x256s (v12: B = 1024, k = 1024 22.2-22.6 against
+ * 2.67 ms for tma64x128s; B = 16, k = 128: 1.93 against 2.27); tma64x256s up to 64
+ * queries (v18, whole calls against tma64x128s: B = 16 k = 8192 2.13-2.14 against
+ * 2.49-2.51 ms, B = 32 k = 8192 2.23-2.24 against 2.43, B = 64 k = 8192 2.46-2.49 against
+ * 2.57, k = 1024 2.02-2.03 against 2.12-2.15, k = 128 1.97-2.00 against 1.99-2.01; tma64x128s
+ * had replaced tma64x128 and wg64x128 in v12); above 64 queries tma128x256s (v12: B = 1024, k = 1024 22.2-22.6 against
  * 23.4 ms, k = 8192 26.1-26.6 against 43.4-44.1 for wg128x128s3; since v14 also at small k,
  * two rounds against tma128x256: B = 1024 k = 128 15.6-15.7 against 17.7-17.9 ms, k = 10
  * 14.9-15.1 against 16.4-16.7, B = 128 k = 128 2.23-2.26 against 2.50; v12's staged form
@@ -512,7 +582,7 @@ int launch_tma(const sieve__cuda_ctx *c, cudaStream_t s, const ScanParams &p, ui
  * way (the GPU tests check the keys are bit-identical across variants). */
 enum ScanVariant {
     SV_MMA, SV_WG64x128, SV_WG128x128S3, SV_WG64x128D, SV_WG128x128S3D,
-    SV_TMA64x256, SV_TMA128x256, SV_TMA64x128, SV_TMA64x128S, SV_TMA128x256S
+    SV_TMA64x256, SV_TMA128x256, SV_TMA64x128, SV_TMA64x128S, SV_TMA128x256S, SV_TMA64x256S
 };
 
 ScanVariant scan_variant(const sieve__cuda_ctx *c, uint32_t nq, uint32_t k, bool vec) {
@@ -529,10 +599,11 @@ ScanVariant scan_variant(const sieve__cuda_ctx *c, uint32_t nq, uint32_t k, bool
         if (!strcmp(e, "tma64x128")) return nq <= 64 ? SV_TMA64x128 : SV_TMA128x256;
         if (!strcmp(e, "tma128x256")) return SV_TMA128x256;
         if (!strcmp(e, "tma64x128s")) return nq <= 64 ? SV_TMA64x128S : SV_TMA128x256S;
+        if (!strcmp(e, "tma64x256s")) return nq <= 64 ? SV_TMA64x256S : SV_TMA128x256S;
         if (!strcmp(e, "tma128x256s")) return SV_TMA128x256S;
     }
     if (nq <= 8 || (nq <= 16 && k <= 1024)) return SV_TMA64x256;
-    if (nq <= 64) return SV_TMA64x128S;
+    if (nq <= 64) return SV_TMA64x256S;
     return SV_TMA128x256S;
 }
 
@@ -548,6 +619,7 @@ int launch_scan_t(const sieve__cuda_ctx *c, cudaStream_t s, const ScanParams &p,
             if (v == SV_TMA64x256) return launch_tma<T, 64, 256, 5>(c, s, p, L);
             if (v == SV_TMA64x128) return launch_tma<T, 64, 128, 8>(c, s, p, L);
             if (v == SV_TMA64x128S) return launch_tma<T, 64, 128, 8, true>(c, s, p, L);
+            if (v == SV_TMA64x256S) return launch_tma<T, 64, 256, 5, true>(c, s, p, L);
             if (v == SV_TMA128x256S) return launch_tma<T, 128, 256, 4, true>(c, s, p, L);
             return launch_tma<T, 128, 256, 4>(c, s, p, L);
         }
@@ -914,6 +986,40 @@ int overflow_edge(Search &S, uint32_t q, float *edge) {
     return 0;
 }
 
+/* Blocks per list for the sample selection (a power of two up to 8, the portable cluster
+ * size): enough that `lists` clusters give every SM two blocks and that a block's slice of the
+ * n keys fits in shared memory. */
+uint32_t select_parts(const sieve__cuda_ctx *c, uint32_t lists, uint32_t n) {
+    const uint64_t want = 2ull * (uint64_t)c->prop.multiProcessorCount;
+    uint32_t parts = 1;
+    while (parts < 8 && ((uint64_t)lists * parts < want || select_stage_bytes(n, parts) == 0))
+        parts *= 2;
+    return parts;
+}
+
+/* Launches a selection kernel (select3_kernel, propose_kernel) as `lists` clusters of `parts`
+ * blocks over lists of n keys, each block with its slice's staging memory. */
+template <typename... P, typename... A>
+cudaError_t launch_select(void (*kern)(P...), uint32_t lists, uint32_t parts, uint32_t n,
+                          cudaStream_t s, A... args) {
+    cudaError_t e = cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                         (int)SELECT_SMEM);
+    if (e != cudaSuccess) return e;
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3(lists * parts);
+    cfg.blockDim = dim3(select_slice(n, parts) <= 4096 ? 256 : 512);
+    cfg.dynamicSmemBytes = select_stage_bytes(n, parts);
+    cfg.stream = s;
+    cudaLaunchAttribute at[1];
+    at[0].id = cudaLaunchAttributeClusterDimension;
+    at[0].val.clusterDim.x = parts;
+    at[0].val.clusterDim.y = 1;
+    at[0].val.clusterDim.z = 1;
+    cfg.attrs = at;
+    cfg.numAttrs = 1;
+    return cudaLaunchKernelEx(&cfg, kern, args...);
+}
+
 int upload_queries(Search &S, const float *queries) {
     size_t qb = (size_t)S.pl.nq * S.pl.dim * 4;
     int rc = ensure_pinned(S.c, qb);
@@ -1141,14 +1247,12 @@ extern "C" int sieve__cuda_knn(void *ctx, const sieve_matrix *m, const float *qu
         sp.s_count = pl.S;
         sp.sample_out = S.at<float>(S.L.sample);
         if ((rc = launch_scan<MODE_SAMPLE>(S.c, S.s, m->dtype, sp, pl.S))) return rc;
-        size_t psm = (size_t)pl.S * 4 <= SELECT_SMEM ? (size_t)pl.S * 4 : 0;
-        SIEVE_CUDA_TRY(cudaFuncSetAttribute(propose_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                            (int)SELECT_SMEM));
-        propose_kernel<<<n_queries, 512, psm, S.s>>>(
-            S.at<float>(S.L.sample), pl.S, (uint32_t)s_e, j, j2, p->force_boundary,
-            p->forced_boundary, S.at<uint32_t>(S.L.thr), S.at<uint32_t>(S.L.thr2),
-            S.at<float>(S.L.hi), S.at<float>(S.L.edges), S.at<float>(S.L.binw),
-            S.at<uint32_t>(S.L.hist), S.at<uint32_t>(S.L.cnt));
+        SIEVE_CUDA_TRY(launch_select(
+            propose_kernel, n_queries, select_parts(S.c, n_queries, pl.S), pl.S, S.s,
+            (const float *)S.at<float>(S.L.sample), pl.S, (uint32_t)s_e, j, j2,
+            p->force_boundary, p->forced_boundary, S.at<uint32_t>(S.L.thr),
+            S.at<uint32_t>(S.L.thr2), S.at<float>(S.L.hi), S.at<float>(S.L.edges),
+            S.at<float>(S.L.binw), S.at<uint32_t>(S.L.hist), S.at<uint32_t>(S.L.cnt)));
         SIEVE_CUDA_LAUNCH_CHECK();
         st.rows_sampled = (uint64_t)pl.S * n_queries;
         t_sample = sieve__now_ms(); /* launch time only: the scan's sync below waits for both */
@@ -1292,24 +1396,22 @@ extern "C" int sieve__cuda_knn_materialized(void *ctx, const sieve_matrix *m,
 }
 
 /* Test entry (sieve_kernels_internal.h): the sample selection of propose_kernel over `lists`
- * host lists of n keys each; out (host, lists x 3): the keys at descending ranks 0, rj, rj2. */
+ * host lists of n keys each, `parts` blocks per list (0: as the search picks);
+ * out (host, lists x 3): the keys at descending ranks 0, rj, rj2. */
 extern "C" int sieve__cuda_select3(void *ctx, const float *keys, uint32_t lists, uint32_t n,
-                                   uint32_t rj, uint32_t rj2, float *out) {
+                                   uint32_t rj, uint32_t rj2, uint32_t parts, float *out) {
     sieve__cuda_ctx *c = (sieve__cuda_ctx *)ctx;
-    if (!c || !keys || !out || !lists || !n) return SIEVE_EINVAL;
+    if (!c || !keys || !out || !lists || !n || (parts & (parts - 1)) || parts > 8)
+        return SIEVE_EINVAL;
+    if (!parts) parts = select_parts(c, lists, n);
     const size_t kb = (size_t)lists * n * sizeof(float), ob = (size_t)lists * 3 * sizeof(float);
     float *dk = nullptr, *dout = nullptr;
     cudaError_t e = cudaMalloc(&dk, kb);
     if (e == cudaSuccess) e = cudaMalloc(&dout, ob);
     if (e == cudaSuccess) e = cudaMemcpyAsync(dk, keys, kb, cudaMemcpyHostToDevice, c->stream);
     if (e == cudaSuccess)
-        e = cudaFuncSetAttribute(select3_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                 (int)SELECT_SMEM);
-    if (e == cudaSuccess) {
-        const size_t sm = (size_t)n * sizeof(float) <= SELECT_SMEM ? (size_t)n * sizeof(float) : 0;
-        select3_kernel<<<lists, 512, sm, c->stream>>>(dk, n, rj, rj2, dout);
-        e = cudaGetLastError();
-    }
+        e = launch_select(select3_kernel, lists, parts, n, c->stream, (const float *)dk, n, rj,
+                          rj2, dout);
     if (e == cudaSuccess) e = cudaMemcpyAsync(out, dout, ob, cudaMemcpyDeviceToHost, c->stream);
     if (e == cudaSuccess) e = cudaStreamSynchronize(c->stream);
     cudaFree(dk);

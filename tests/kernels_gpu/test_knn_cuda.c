@@ -284,7 +284,8 @@ Test(knn_cuda, large_batches_and_k, .timeout = 1800) {
  * in its own process, so setting the variable here does not leak into other tests. */
 static const char *const VARIANTS[] = {"mma",        "wg64x128",           "wg128x128s3",
                                        "wg64x128-direct", "wg128x128s3-direct", "tma64x256",
-                                       "tma128x256", "tma64x128", "tma64x128s", "tma128x256s"};
+                                       "tma128x256", "tma64x128", "tma64x128s", "tma128x256s",
+                                       "tma64x256s"};
 
 Test(knn_cuda, every_scan_variant_against_reference, .timeout = 1800) {
     SKIP_WITHOUT_GPU();
@@ -377,7 +378,8 @@ Test(knn_cuda, scan_variants_give_identical_keys, .timeout = 900) {
             free(sc);
         }
         /* the 64-query tiles on the first 64 queries give those queries' keys */
-        static const char *const Q64[] = {"tma64x256", "tma64x128", "tma64x128s", "wg64x128"};
+        static const char *const Q64[] = {"tma64x256", "tma64x128", "tma64x128s", "tma64x256s",
+                                          "wg64x128"};
         for (size_t v = 0; v < sizeof Q64 / sizeof *Q64; v++) {
             float *sc = scores_with(Q64[v], m, q, 64, k, gpu);
             for (size_t i = 0; i < (size_t)64 * k; i++)
@@ -500,10 +502,12 @@ static uint32_t bits_at_rank(const uint32_t *sorted_ord, uint32_t r) {
 }
 
 /* The propose step's selection (maximum and two ranks of each query's sample keys, one
- * joint radix pass per digit with warp-aggregated histograms) against a full sort of the same
- * keys, bit for bit: lists in shared memory and in global memory, lengths that are not a
- * multiple of the block, all-equal keys, narrow bands that share their top bytes, -inf
- * (ineligible sample rows), signed zeros, sorted lists, and the first and last ranks. */
+ * joint radix pass per digit with warp-aggregated histograms, each list split over a cluster
+ * of 1, 2, 4 or 8 blocks, or as many as the search picks) against a full sort of the same
+ * keys, bit for bit: slices in shared memory and in global memory, lengths that are not a
+ * multiple of the block or of the cluster, fewer keys than blocks, all-equal keys, narrow
+ * bands that share their top bytes, -inf (ineligible sample rows), signed zeros, sorted
+ * lists, and the first and last ranks. */
 Test(knn_cuda, sample_selection_matches_a_sort, .timeout = 300) {
     SKIP_WITHOUT_GPU();
     sieve_device *gpu = NULL, *cpu = NULL;
@@ -518,7 +522,10 @@ Test(knn_cuda, sample_selection_matches_a_sort, .timeout = 300) {
         {"signed zeros and negatives", 4099, 1000, 3000},
         {"sorted ascending with duplicates", 70001, 1, 69999},
         {"sorted descending", 131072, 600, 1208},
+        {"fewer keys than blocks", 5, 1, 4},
+        {"slices in global memory even 8 ways", 262147, 9000, 18008},
     };
+    const uint32_t parts[] = {1, 2, 4, 8, 0};
     const uint32_t lists = 3;
     for (size_t ci = 0; ci < sizeof cs / sizeof *cs; ci++) {
         const uint32_t n = cs[ci].n;
@@ -541,24 +548,40 @@ Test(knn_cuda, sample_selection_matches_a_sort, .timeout = 300) {
                 }
             }
         }
-        cr_assert_eq(sieve__cuda_select3(gpu->cuda, keys, lists, n, cs[ci].rj, cs[ci].rj2, out), 0,
-                     "%s", cs[ci].what);
+        uint32_t want[3 * 3];
         for (uint32_t l = 0; l < lists; l++) {
             for (uint32_t i = 0; i < n; i++) ord[i] = ord_bits(keys[(size_t)l * n + i]);
             qsort(ord, n, 4, cmp_desc_u32);
-            const uint32_t want[3] = {bits_at_rank(ord, 0), bits_at_rank(ord, cs[ci].rj),
-                                      bits_at_rank(ord, cs[ci].rj2)};
-            for (int w = 0; w < 3; w++) {
-                uint32_t got;
-                memcpy(&got, &out[3 * l + w], 4);
-                cr_assert_eq(got, want[w], "%s, list %u, %s: bits %08x, a sort gives %08x",
-                             cs[ci].what, l, w == 0 ? "maximum" : w == 1 ? "rank j" : "rank j2",
-                             got, want[w]);
+            want[3 * l + 0] = bits_at_rank(ord, 0);
+            want[3 * l + 1] = bits_at_rank(ord, cs[ci].rj);
+            want[3 * l + 2] = bits_at_rank(ord, cs[ci].rj2);
+        }
+        for (size_t pi = 0; pi < sizeof parts / sizeof *parts; pi++) {
+            memset(out, 0xff, sizeof out);
+            cr_assert_eq(sieve__cuda_select3(gpu->cuda, keys, lists, n, cs[ci].rj, cs[ci].rj2,
+                                             parts[pi], out),
+                         0, "%s, %u blocks", cs[ci].what, parts[pi]);
+            for (uint32_t l = 0; l < lists; l++) {
+                for (int w = 0; w < 3; w++) {
+                    uint32_t got;
+                    memcpy(&got, &out[3 * l + w], 4);
+                    cr_assert_eq(got, want[3 * l + w],
+                                 "%s, %u blocks per list, list %u, %s: bits %08x, a sort "
+                                 "gives %08x",
+                                 cs[ci].what, parts[pi], l,
+                                 w == 0 ? "maximum" : w == 1 ? "rank j" : "rank j2", got,
+                                 want[3 * l + w]);
+                }
             }
         }
         free(keys);
         free(ord);
     }
+    float k1[4] = {1, 2, 3, 4}, o1[3];
+    cr_assert_eq(sieve__cuda_select3(gpu->cuda, k1, 1, 4, 0, 1, 3, o1), SIEVE_EINVAL,
+                 "3 blocks per list (not a power of two) is refused");
+    cr_assert_eq(sieve__cuda_select3(gpu->cuda, k1, 1, 4, 0, 1, 16, o1), SIEVE_EINVAL,
+                 "16 blocks per list (past the portable cluster size) is refused");
     sieve_device_close(gpu);
     sieve_device_close(cpu);
 }
