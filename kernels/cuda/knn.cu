@@ -248,6 +248,9 @@ __device__ Sel3 cluster_select3_desc(const float *keys, uint32_t n, uint32_t rj,
     uint32_t pj = 0, pj2 = 0, mask = 0, rem_j = rj, rem_j2 = rj2;
     for (int p = 0; p < 4 && (want_j || want_j2); p++) {
         const int shift = 24 - 8 * p;
+        /* while both ranks' digits so far agree (always in the first pass) their counts are
+           the same: count once, copy */
+        const bool one = want_j && want_j2 && pj == pj2;
         for (uint32_t i = tid; i < 512; i += bd) sm.hist[i] = 0;
         __syncthreads();
         for (uint32_t base = 0; base < len; base += bd) {
@@ -256,9 +259,13 @@ __device__ Sel3 cluster_select3_desc(const float *keys, uint32_t n, uint32_t rj,
             const uint32_t u = in ? (staged ? ords[i] : ord_of(src[i])) : 0u;
             const uint32_t d = (u >> shift) & 255u;
             if (want_j) hist_add_warp(sm.hist, d, in && (u & mask) == pj);
-            if (want_j2) hist_add_warp(sm.hist + 256, d, in && (u & mask) == pj2);
+            if (want_j2 && !one) hist_add_warp(sm.hist + 256, d, in && (u & mask) == pj2);
         }
         __syncthreads();
+        if (one) {
+            for (uint32_t i = tid; i < 256; i += bd) sm.hist[256 + i] = sm.hist[i];
+            __syncthreads();
+        }
         if (C > 1) {
             for (uint32_t i = tid; i < 512; i += bd)
                 if (sm.hist[i]) atomicAdd(sum0 + p * 512 + i, sm.hist[i]);
