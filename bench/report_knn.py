@@ -44,8 +44,9 @@ def main():
         out.append("Measured ceilings in this run: " + ", ".join(f"{k} {v:.2f}" for k, v in sorted(ceil.items())) + "\n")
     # "of which download": copying the results to the caller's host arrays, part of the
     # fused time (torch's time, CUDA events around matmul + topk, has no such copy)
-    # "results": where the caller's result arrays live (sieve-bench --results; pinned ones
-    # are written by the copy engine directly, pageable ones through a staging buffer)
+    # "results": where the caller's query and result arrays live (sieve-bench --results;
+    # pinned ones are read and written by the copy engine directly, pageable ones through a
+    # staging buffer)
     out.append("| N | dtype | results | B | k | fused ms | of which download | materialized ms | torch ms | floor ms | % of floor | vs torch | admitted/query | exact | paths c/u/o/f/d |")
     out.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in sv:

@@ -35,7 +35,7 @@ typedef struct knn_opts {
     int repeat, warmup, mat_repeat;
     int validate;       /* 0 none, 1 fused == materialized */
     int materialized;   /* time the materialized baseline */
-    int pinned_results; /* result arrays in page-locked host memory */
+    int pinned_results; /* query and result arrays in page-locked host memory */
     uint32_t sample_rows; /* sieve_search_params.sample_rows; 0: the default */
     double bw_gbs, tflops_f16, tflops_bf16, tflops_f32;
     const char *json;
@@ -44,7 +44,8 @@ typedef struct knn_opts {
     const char *queries_path; /* queries from this file (batch B = its first B rows) */
 } knn_opts;
 
-/* Result arrays: page-locked (sieve_host_alloc_pinned) or malloc; NULL on failure. */
+/* Query and result arrays: page-locked (sieve_host_alloc_pinned) or malloc; NULL on
+ * failure. */
 static void *res_alloc(sieve_device *dev, int pinned, size_t bytes) {
     void *p = NULL;
     if (!pinned) return malloc(bytes);
@@ -140,9 +141,10 @@ static void knn_usage(FILE *f) {
             "  --mat-repeat R     timed materialized calls               (default 3)\n"
             "  --sample-rows S    rows in the strided sample (default: the library's,\n"
             "                     max(16384, 8k))\n"
-            "  --results KIND     pageable | pinned: where the result arrays live (pinned:\n"
-            "                     sieve_host_alloc_pinned, copied there directly; pageable:\n"
-            "                     malloc, through a staging buffer)   (default pageable)\n"
+            "  --results KIND     pageable | pinned: where the query and result arrays live\n"
+            "                     (pinned: sieve_host_alloc_pinned, as the server's batcher\n"
+            "                     holds them, copied directly; pageable: malloc, through a\n"
+            "                     staging buffer)                     (default pageable)\n"
             "  --bw GBS           memory bandwidth for the floor         (default 4250)\n"
             "  --tflops-f16 T     --tflops-bf16 T  --tflops-f32 T        (default 708, 730, 50.6)\n"
             "  --seed S           data and query seed                    (default 1)\n"
@@ -486,7 +488,7 @@ static int run_knn(int argc, char **argv) {
         return 1;
     }
     printf("# sieve-bench knn on %s; dim %u, metric %s, data %s, %d timed calls (median), "
-           "%s result arrays\n",
+           "%s query and result arrays\n",
            info.name, o.dim, sieve_metric_name(o.metric), data_label, o.repeat,
            o.pinned_results ? "pinned" : "pageable");
     printf("# floor = max(stored bytes / %.0f GB/s, 2*B*N*dim / dtype rate); times are whole\n"
@@ -537,6 +539,12 @@ static int run_knn(int argc, char **argv) {
                     if (q) memcpy(q, file_queries, (size_t)B * o.dim * sizeof *q);
                 } else {
                     q = make_queries(host, B, o.dim, o.pattern, o.seed + B);
+                }
+                if (q && o.pinned_results) { /* the queries page-locked too */
+                    float *pq = res_alloc(dev, 1, (size_t)B * o.dim * sizeof *q);
+                    if (pq) memcpy(pq, q, (size_t)B * o.dim * sizeof *q);
+                    free(q);
+                    q = pq;
                 }
                 if (!q) {
                     fprintf(stderr, "sieve-bench: out of memory for %u queries\n", B);
@@ -648,7 +656,7 @@ static int run_knn(int argc, char **argv) {
                     res_free(dev, o.pinned_results, mcnt);
                     rc = 0;
                 }
-                free(q);
+                res_free(dev, o.pinned_results, q);
             }
             sieve_dev_matrix_destroy(dm);
         }

@@ -100,9 +100,10 @@ typedef struct worker {
     sieve_snapshot *snap;
     char snap_name[SIEVE_NAME_MAX + 1];
     double snap_opened;
-    /* host buffers of one kernel call, grown as needed; rbuf and sbuf (the results) are
-       page-locked on a CUDA device (sieve_host_alloc_pinned on dev, freed with it), so the
-       kernel's results reach them by one copy instead of through a staging buffer */
+    /* host buffers of one kernel call, grown as needed; qbuf (the queries), rbuf and sbuf
+       (the results) are page-locked on a CUDA device (sieve_host_alloc_pinned on dev, freed
+       with it), so queries and results cross the bus by one copy each instead of through
+       the kernel's staging buffer */
     float *qbuf;
     int64_t *rbuf;
     float *sbuf;
@@ -463,7 +464,7 @@ static void run_group(worker *w, sieve_snapshot *snap, sieve__query **g, size_t 
     sieve_search_stats st;
     memset(&st, 0, sizeof st);
     double t0 = 0, t1 = 0;
-    if (!grow((void **)&w->qbuf, &w->qcap, n * dim, sizeof(float)) &&
+    if (!grow_pinned(w, (void **)&w->qbuf, &w->qcap, n * dim, sizeof(float)) &&
         !grow_pinned(w, (void **)&w->rbuf, &w->rcap, n * k, sizeof(int64_t)) &&
         !grow_pinned(w, (void **)&w->sbuf, &w->scap, n * k, sizeof(float)) &&
         !grow((void **)&w->cbuf, &w->ccap, n, sizeof(uint32_t))) {
@@ -745,8 +746,8 @@ void sieve__batcher_destroy(sieve__batcher *b) {
         sieve_devcache_lane_destroy(w->lane);
         free(w->batch);
         sieve_idcache_free(w->idc);
-        free(w->qbuf);
-        sieve_host_free_pinned(w->dev, w->rbuf); /* before the devices close, below */
+        sieve_host_free_pinned(w->dev, w->qbuf); /* before the devices close, below */
+        sieve_host_free_pinned(w->dev, w->rbuf);
         sieve_host_free_pinned(w->dev, w->sbuf);
         free(w->cbuf);
     }

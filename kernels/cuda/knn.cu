@@ -1027,26 +1027,8 @@ cudaError_t launch_select(void (*kern)(P...), uint32_t lists, uint32_t parts, ui
     return cudaLaunchKernelEx(&cfg, kern, args...);
 }
 
-int upload_queries(Search &S, const float *queries) {
-    size_t qb = (size_t)S.pl.nq * S.pl.dim * 4;
-    int rc = ensure_pinned(S.c, qb);
-    if (rc) return rc;
-    memcpy(S.c->pinned, queries, qb);
-    SIEVE_CUDA_TRY(cudaMemcpyAsync(S.at<float>(S.L.qf32), S.c->pinned, qb, cudaMemcpyHostToDevice, S.s));
-    return prep_queries(S);
-}
-
-/* Device -> host copy of the result arrays: straight into them when the caller's arrays are
- * page-locked, otherwise through the pinned staging buffer.
- * Large results go in chunks: each chunk's copy to pinned memory is queued with an event,
- * and up to DL_THREADS host threads move landed chunks to the caller's arrays while later
- * chunks are still crossing the bus (the host copy, not the bus, is the slower half). */
-constexpr size_t DL_CHUNK = 1u << 20;
-constexpr size_t DL_PIPELINE_MIN = 2u << 20;
-constexpr unsigned DL_THREADS = 8;
-
 /* True when [p, p + len) starts and ends in page-locked host memory (cudaHostAlloc or
- * cudaHostRegister), so the copy engine can write it directly. Pageable memory reports
+ * cudaHostRegister), so the copy engine can read or write it directly. Pageable memory reports
  * cudaMemoryTypeUnregistered; managed and device memory are not taken. */
 bool host_pinned(const void *p, size_t len) {
     if (!p || !len) return false;
@@ -1061,6 +1043,31 @@ bool host_pinned(const void *p, size_t len) {
     }
     return true;
 }
+
+/* Host -> device copy of the queries: straight from the caller's array when it is
+ * page-locked (the copy engine reads it; the search syncs before it returns), otherwise
+ * through the pinned staging buffer. */
+int upload_queries(Search &S, const float *queries) {
+    size_t qb = (size_t)S.pl.nq * S.pl.dim * 4;
+    const void *src = queries;
+    if (!host_pinned(queries, qb)) {
+        int rc = ensure_pinned(S.c, qb);
+        if (rc) return rc;
+        memcpy(S.c->pinned, queries, qb);
+        src = S.c->pinned;
+    }
+    SIEVE_CUDA_TRY(cudaMemcpyAsync(S.at<float>(S.L.qf32), src, qb, cudaMemcpyHostToDevice, S.s));
+    return prep_queries(S);
+}
+
+/* Device -> host copy of the result arrays: straight into them when the caller's arrays are
+ * page-locked, otherwise through the pinned staging buffer.
+ * Large results go in chunks: each chunk's copy to pinned memory is queued with an event,
+ * and up to DL_THREADS host threads move landed chunks to the caller's arrays while later
+ * chunks are still crossing the bus (the host copy, not the bus, is the slower half). */
+constexpr size_t DL_CHUNK = 1u << 20;
+constexpr size_t DL_PIPELINE_MIN = 2u << 20;
+constexpr unsigned DL_THREADS = 8;
 
 int download_results(Search &S, int64_t *out_rows, float *out_scores, uint32_t *out_counts) {
     const Plan &pl = S.pl;

@@ -405,7 +405,8 @@ Test(knn_cuda, scan_variants_give_identical_keys, .timeout = 900) {
 /* Result arrays in page-locked memory are written by the copy engine directly; they must
  * hold exactly what pageable arrays get through the staging buffer: small results (one
  * staged copy), large ones (the chunked pipeline), and padding when fewer than k rows are
- * eligible. A page-locked array with a pageable partner takes the staged path. */
+ * eligible. A page-locked array with a pageable partner takes the staged path. Page-locked
+ * queries (read by the copy engine directly) give the same answers as pageable ones. */
 Test(knn_cuda, pinned_results_match_pageable, .timeout = 600) {
     SKIP_WITHOUT_GPU();
     sieve_device *gpu = NULL, *cpu = NULL;
@@ -461,6 +462,19 @@ Test(knn_cuda, pinned_results_match_pageable, .timeout = 600) {
             cr_assert_lt(pcnt[0], k, "the padding case must pad");
             cr_assert(prows[k - 1] == -1 && isnan(psc[k - 1]), "padding in pinned arrays");
         }
+        /* page-locked queries, copied from directly: the same answer */
+        float *pq = NULL;
+        cr_assert_eq(sieve_host_alloc_pinned(gpu, (size_t)B * dim * 4, (void **)&pq), 0);
+        memcpy(pq, q, (size_t)B * dim * 4);
+        memset(prows, 0x5a, nr * 8);
+        memset(psc, 0x5a, nr * 4);
+        memset(pcnt, 0x5a, B * 4);
+        rc = sieve_knn(gpu, m, pq, B, &p, NULL, 0, prows, psc, pcnt, NULL, NULL);
+        cr_assert_eq(rc, 0, "pinned queries B=%u k=%u: %s", B, k, sieve_strerror(rc));
+        cr_assert_eq(memcmp(cnt, pcnt, B * 4), 0, "pinned queries B=%u k=%u: counts differ", B, k);
+        cr_assert_eq(memcmp(prows, rows, nr * 8), 0, "pinned queries B=%u k=%u: rows differ", B, k);
+        cr_assert_eq(memcmp(psc, sc, nr * 4), 0, "pinned queries B=%u k=%u: scores differ", B, k);
+        sieve_host_free_pinned(gpu, pq);
         /* pinned rows with pageable scores: the staged path, same answer */
         memset(prows, 0x5a, nr * 8);
         memset(sc, 0x5a, nr * 4);
