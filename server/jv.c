@@ -8,7 +8,6 @@
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <float.h>
-#include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -198,8 +197,15 @@ int sieve__id_parse_text(const char *text, sieve_point_id *out) {
 }
 
 void sieve__sbuf_id(sieve__sbuf *b, const sieve_point_id *id) {
-    if (id->kind == SIEVE_ID_NUM) {
-        sieve__sbuf_printf(b, "%" PRIu64, id->num);
+    if (id->kind == SIEVE_ID_NUM) { /* decimal digits, written backwards (no printf) */
+        char d[20];
+        int n = 0;
+        uint64_t v = id->num;
+        do {
+            d[sizeof d - 1 - n++] = (char)('0' + v % 10u);
+            v /= 10u;
+        } while (v);
+        sieve__sbuf_put(b, d + sizeof d - n, (size_t)n);
     } else {
         char u[37];
         sieve_uuid_format(id->uuid, u);

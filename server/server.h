@@ -71,6 +71,13 @@ void sieve__sbuf_json_str(sieve__sbuf *b, const char *s, size_t n);
 /* Appends a float32 value as a JSON number with 9 significant digits (enough to round-trip
  * any float32); infinities become +-3.40282347e+38 because JSON has no infinity. */
 void sieve__sbuf_float(sieve__sbuf *b, float f);
+/* Writes f to out (at least 24 bytes) exactly as snprintf's "%.9g" of (double)f does (9
+ * significant digits, rounded half to even on the exact value, trailing zeros dropped, the
+ * exponent form when the first digit's exponent is below -4 or above 8) and returns the
+ * length. Floats of magnitude 2^-20 to 2^124 (and many smaller) take an integer path (the
+ * value as a 128-bit integer times a power of ten) that is several times faster than
+ * snprintf; the rest (tiny, subnormal, infinite, NaN) go through snprintf. */
+int sieve__fmt_float(char *out, float f);
 /* Appends a jansson value as compact JSON. */
 void sieve__sbuf_json(sieve__sbuf *b, const json_t *j);
 

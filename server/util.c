@@ -143,10 +143,145 @@ void sieve__sbuf_json_str(sieve__sbuf *b, const char *s, size_t n) {
     sieve__sbuf_putc(b, '"');
 }
 
+/* Powers of ten and five that fit in 64 bits. */
+static const uint64_t P10[20] = {
+    1ull, 10ull, 100ull, 1000ull,
+    10000ull, 100000ull, 1000000ull, 10000000ull,
+    100000000ull, 1000000000ull, 10000000000ull, 100000000000ull,
+    1000000000000ull, 10000000000000ull, 100000000000000ull, 1000000000000000ull,
+    10000000000000000ull, 100000000000000000ull, 1000000000000000000ull, 10000000000000000000ull};
+static const uint64_t P5[28] = {
+    1ull, 5ull, 25ull, 125ull,
+    625ull, 3125ull, 15625ull, 78125ull,
+    390625ull, 1953125ull, 9765625ull, 48828125ull,
+    244140625ull, 1220703125ull, 6103515625ull, 30517578125ull,
+    152587890625ull, 762939453125ull, 3814697265625ull, 19073486328125ull,
+    95367431640625ull, 476837158203125ull, 2384185791015625ull, 11920928955078125ull,
+    59604644775390625ull, 298023223876953125ull, 1490116119384765625ull, 7450580596923828125ull};
+
+/* 10^i for i = 0 ... 38 (10^38 < 2^128). */
+static unsigned __int128 pow10_u128(int i) {
+    return i < 20 ? P10[i] : (unsigned __int128)P10[19] * P10[i - 19];
+}
+
+/* Bits in x (x > 0). */
+static int bitlen_u128(unsigned __int128 x) {
+    const uint64_t hi = (uint64_t)(x >> 64), lo = (uint64_t)x;
+    return hi ? 128 - __builtin_clzll(hi) : 64 - __builtin_clzll(lo);
+}
+
+int sieve__fmt_float(char *out, float f) {
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    const int neg = (int)(u >> 31);
+    const uint32_t bexp = (u >> 23) & 0xffu, frac = u & 0x7fffffu;
+    if (bexp == 0xffu || (bexp == 0 && frac != 0)) /* inf, nan, subnormal */
+        return snprintf(out, 24, "%.9g", (double)f);
+    char *o = out;
+    if (neg) *o++ = '-';
+    if (bexp == 0) { /* +-0 */
+        *o++ = '0';
+        *o = 0;
+        return (int)(o - out);
+    }
+    /* f = m * 2^e exactly; the value as an integer N times 10^-k: N = m << e (e >= 0) or
+       m * 5^k with k = -e (e < 0), kept when it fits in 126 bits */
+    uint64_t m = frac | 0x800000u;
+    int e = (int)bexp - 150;
+    const int tz = __builtin_ctzll(m);
+    m >>= tz;
+    e += tz;
+    unsigned __int128 N = m;
+    int k = 0;
+    if (e >= 0) {
+        if (e > 100) return snprintf(out, 24, "%.9g", (double)f); /* m < 2^24: < 2^124 */
+        N <<= e;
+    } else {
+        k = -e;
+        N *= k < 28 ? P5[k] : P5[27]; /* < 2^24 * 2^63 */
+        if (k >= 28) {
+            if (k > 54 || bitlen_u128(N) + 64 - __builtin_clzll(P5[k - 27]) > 126)
+                return snprintf(out, 24, "%.9g", (double)f);
+            N *= P5[k - 27];
+        }
+    }
+    /* D digits (from the bit length: log10(2) ~ 1233 / 4096, then one correction) */
+    int D = (int)(((uint32_t)(bitlen_u128(N) - 1) * 1233u) >> 12) + 1;
+    if (D < 39 && N >= pow10_u128(D)) D++;
+    /* keep 9, rounded half to even on the exact remainder */
+    uint64_t q;
+    if (D > 9) {
+        const unsigned __int128 P = pow10_u128(D - 9);
+        unsigned __int128 r;
+        if (!(N >> 64)) {
+            q = (uint64_t)N / (uint64_t)P;
+            r = (uint64_t)N % (uint64_t)P;
+        } else { /* a floating estimate, off by at most one, made exact */
+            q = (uint64_t)((double)N / (double)P);
+            unsigned __int128 prod = (unsigned __int128)q * P;
+            while (prod > N) {
+                q--;
+                prod -= P;
+            }
+            r = N - prod;
+            while (r >= P) {
+                q++;
+                r -= P;
+            }
+        }
+        const unsigned __int128 twice = r * 2;
+        if (twice > P || (twice == P && (q & 1u))) q++;
+        if (q == 1000000000u) { /* 999999999.5 -> 10^9: one digit more */
+            q = 100000000u;
+            D++;
+        }
+    } else {
+        q = (uint64_t)N;
+    }
+    /* the significant digits without trailing zeros */
+    char dig[10];
+    int nd = D < 9 ? D : 9;
+    for (int i = nd - 1; i >= 0; i--) {
+        dig[i] = (char)('0' + q % 10u);
+        q /= 10u;
+    }
+    while (nd > 1 && dig[nd - 1] == '0') nd--;
+    const int X = D - 1 - k; /* the exponent of the first digit */
+    if (X < -4 || X >= 9) { /* d.ddde+XX, as %g does */
+        *o++ = dig[0];
+        if (nd > 1) {
+            *o++ = '.';
+            for (int i = 1; i < nd; i++) *o++ = dig[i];
+        }
+        *o++ = 'e';
+        *o++ = X < 0 ? '-' : '+';
+        const int ax = X < 0 ? -X : X;
+        if (ax >= 10) *o++ = (char)('0' + ax / 10);
+        else *o++ = '0';
+        *o++ = (char)('0' + ax % 10);
+    } else if (X >= 0) { /* ddd.ddd */
+        for (int i = 0; i <= X; i++) *o++ = i < nd ? dig[i] : '0';
+        if (nd > X + 1) {
+            *o++ = '.';
+            for (int i = X + 1; i < nd; i++) *o++ = dig[i];
+        }
+    } else { /* 0.000ddd */
+        *o++ = '0';
+        *o++ = '.';
+        for (int i = 0; i < -X - 1; i++) *o++ = '0';
+        for (int i = 0; i < nd; i++) *o++ = dig[i];
+    }
+    *o = 0;
+    return (int)(o - out);
+}
+
 void sieve__sbuf_float(sieve__sbuf *b, float f) {
     if (isnan(f)) f = 0.0f; /* never produced for real results; keeps the JSON valid */
     if (isinf(f)) f = f > 0 ? 3.40282347e38f : -3.40282347e38f;
-    sieve__sbuf_printf(b, "%.9g", (double)f);
+    char buf[24];
+    const int n = sieve__fmt_float(buf, f);
+    if (n < 0) b->failed = 1;
+    else sieve__sbuf_put(b, buf, (size_t)n);
 }
 
 static int dump_cb(const char *buffer, size_t size, void *data) {
