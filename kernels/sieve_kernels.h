@@ -294,7 +294,9 @@ int sieve_knn_scratch_size(sieve_device *dev, const sieve_matrix *m, uint32_t n_
 
 /* Batched exact k-NN, the fused sample-guided path of design.md.
  *
- * queries: n_queries x m->dim float32, row-major, host memory (finite values).
+ * queries: n_queries x m->dim float32, row-major, host memory (finite values); on a GPU a
+ *   page-locked array is read by the copy engine directly, a pageable one through a
+ *   staging buffer.
  * scratch: scratch_bytes of the device's memory (>= sieve_knn_scratch_size); the caller
  *   owns it; when scratch is NULL the function allocates and frees its own.
  * out_rows, out_scores: n_queries x p->k, host memory, written best first. When fewer than
