@@ -382,6 +382,9 @@ static int grow(void **p, size_t *cap, size_t n, size_t sz) {
     return 0;
 }
 
+/* Hits ahead whose cached id the hit loop asks the CPU to load (sieve_snapshot_row_id_prefetch). */
+#define ID_PREFETCH_AHEAD 8
+
 /* Keeps q's results from the kernel's rows/scores (count real entries): point ids, and the
  * stored payload bytes and vector when the query asks for them, all read in snap. The JSON
  * is written later by the connection's thread. */
@@ -411,6 +414,8 @@ static void collect_hits(sieve_snapshot *snap, sieve_idcache *idc, sieve__query 
         uint32_t i = q->offset + j;
         uint64_t row = (uint64_t)rows[i];
         sieve__hit *h = &q->hits[j];
+        if (j + ID_PREFETCH_AHEAD < n) /* the row ids are random reads: overlap them */
+            sieve_snapshot_row_id_prefetch(snap, idc, (uint64_t)rows[i + ID_PREFETCH_AHEAD]);
         memset(h, 0, sizeof *h);
         h->score = scores[i];
         if (sieve_snapshot_row_id_cached(snap, idc, row, &h->id)) {

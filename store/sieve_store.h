@@ -241,6 +241,11 @@ void sieve_idcache_free(sieve_idcache *c);
  * answers and errors. */
 int sieve_snapshot_row_id_cached(sieve_snapshot *snap, sieve_idcache *c, uint64_t row,
                                  sieve_point_id *out);
+/* A hint before sieve_snapshot_row_id_cached of `row`: starts loading the row's cached
+ * value into the CPU cache (nothing when it is not cached), so a caller looking up many
+ * rows overlaps their memory latency by calling it a few rows ahead. Changes nothing. */
+void sieve_snapshot_row_id_prefetch(const sieve_snapshot *snap, const sieve_idcache *c,
+                                    uint64_t row);
 /* External id -> row. Errors: SIEVE_ENOTFOUND. */
 int sieve_snapshot_id_row(sieve_snapshot *snap, const sieve_point_id *id, uint64_t *row);
 /* Payload JSON of a row: *json points into the map (not NUL-terminated), valid until the

@@ -315,6 +315,21 @@ int sieve_snapshot_row_id_cached(sieve_snapshot *snap, sieve_idcache *c, uint64_
     return id_of_rowval(e->vals[p] + (row - p * e->rpp) * SIEVE__ROWVAL, out);
 }
 
+void sieve_snapshot_row_id_prefetch(const sieve_snapshot *snap, const sieve_idcache *c,
+                                    uint64_t row) {
+    if (!snap || !c) return;
+    const sieve_collection_info *in = &snap->view->info;
+    if (row >= in->rows) return;
+    for (int i = 0; i < IDC_COLLECTIONS; i++) {
+        const idc_coll *e = &c->coll[i];
+        if (e->cid != in->collection_id || e->rpp != in->config.rows_per_page) continue;
+        const uint64_t p = row / e->rpp;
+        if (p < e->n_pages && e->vals[p])
+            __builtin_prefetch(e->vals[p] + (row - p * e->rpp) * SIEVE__ROWVAL);
+        return;
+    }
+}
+
 int sieve_snapshot_id_row(sieve_snapshot *snap, const sieve_point_id *id, uint64_t *row) {
     if (!snap || !id || !row) return SIEVE_EINVAL;
     if (id->kind != SIEVE_ID_NUM && id->kind != SIEVE_ID_UUID) return SIEVE_EINVAL;
