@@ -445,35 +445,32 @@ Test(knn_cuda, pinned_results_match_pageable, .timeout = 600) {
         cr_assert_eq(sieve_host_alloc_pinned(gpu, nr * 8, (void **)&prows), 0);
         cr_assert_eq(sieve_host_alloc_pinned(gpu, nr * 4, (void **)&psc), 0);
         cr_assert_eq(sieve_host_alloc_pinned(gpu, B * 4, (void **)&pcnt), 0);
-        memset(prows, 0x5a, nr * 8);
-        memset(psc, 0x5a, nr * 4);
-        memset(pcnt, 0x5a, B * 4);
         int rc = sieve_knn(gpu, m, q, B, &p, NULL, 0, rows, sc, cnt, NULL, NULL);
         cr_assert_eq(rc, 0, "pageable B=%u k=%u: %s", B, k, sieve_strerror(rc));
-        rc = sieve_knn(gpu, m, q, B, &p, NULL, 0, prows, psc, pcnt, NULL, NULL);
-        cr_assert_eq(rc, 0, "pinned B=%u k=%u: %s", B, k, sieve_strerror(rc));
-        cr_assert_eq(memcmp(cnt, pcnt, B * 4), 0, "B=%u k=%u: counts differ", B, k);
-        for (size_t i = 0; i < nr; i++) {
-            cr_assert_eq(rows[i], prows[i], "B=%u k=%u i=%zu: row %lld vs pinned %lld", B, k, i,
-                         (long long)rows[i], (long long)prows[i]);
-            cr_assert_eq(memcmp(&sc[i], &psc[i], 4), 0, "B=%u k=%u i=%zu: score differs", B, k, i);
-        }
-        if (sh[si].masks) {
-            cr_assert_lt(pcnt[0], k, "the padding case must pad");
-            cr_assert(prows[k - 1] == -1 && isnan(psc[k - 1]), "padding in pinned arrays");
-        }
-        /* page-locked queries, copied from directly: the same answer */
+        /* into pinned arrays from pageable queries, then from page-locked queries (copied
+           from directly): the same answer both times */
         float *pq = NULL;
         cr_assert_eq(sieve_host_alloc_pinned(gpu, (size_t)B * dim * 4, (void **)&pq), 0);
         memcpy(pq, q, (size_t)B * dim * 4);
-        memset(prows, 0x5a, nr * 8);
-        memset(psc, 0x5a, nr * 4);
-        memset(pcnt, 0x5a, B * 4);
-        rc = sieve_knn(gpu, m, pq, B, &p, NULL, 0, prows, psc, pcnt, NULL, NULL);
-        cr_assert_eq(rc, 0, "pinned queries B=%u k=%u: %s", B, k, sieve_strerror(rc));
-        cr_assert_eq(memcmp(cnt, pcnt, B * 4), 0, "pinned queries B=%u k=%u: counts differ", B, k);
-        cr_assert_eq(memcmp(prows, rows, nr * 8), 0, "pinned queries B=%u k=%u: rows differ", B, k);
-        cr_assert_eq(memcmp(psc, sc, nr * 4), 0, "pinned queries B=%u k=%u: scores differ", B, k);
+        for (int pinned_q = 0; pinned_q < 2; pinned_q++) {
+            const char *what = pinned_q ? "pinned queries and results" : "pinned results";
+            memset(prows, 0x5a, nr * 8);
+            memset(psc, 0x5a, nr * 4);
+            memset(pcnt, 0x5a, B * 4);
+            rc = sieve_knn(gpu, m, pinned_q ? pq : q, B, &p, NULL, 0, prows, psc, pcnt, NULL, NULL);
+            cr_assert_eq(rc, 0, "%s B=%u k=%u: %s", what, B, k, sieve_strerror(rc));
+            cr_assert_eq(memcmp(cnt, pcnt, B * 4), 0, "%s B=%u k=%u: counts differ", what, B, k);
+            for (size_t i = 0; i < nr; i++) {
+                cr_assert_eq(rows[i], prows[i], "%s B=%u k=%u i=%zu: row %lld vs %lld", what, B,
+                             k, i, (long long)prows[i], (long long)rows[i]);
+                cr_assert_eq(memcmp(&sc[i], &psc[i], 4), 0, "%s B=%u k=%u i=%zu: score differs",
+                             what, B, k, i);
+            }
+            if (sh[si].masks) {
+                cr_assert_lt(pcnt[0], k, "the padding case must pad");
+                cr_assert(prows[k - 1] == -1 && isnan(psc[k - 1]), "padding in pinned arrays");
+            }
+        }
         sieve_host_free_pinned(gpu, pq);
         /* pinned rows with pageable scores: the staged path, same answer */
         memset(prows, 0x5a, nr * 8);
