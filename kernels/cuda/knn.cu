@@ -570,20 +570,20 @@ int launch_tma(const sieve__cuda_ctx *c, cudaStream_t s, const ScanParams &p, ui
  * TMA-fed warp-specialised tiles, one CTA per SM, direct admissions: "tma64x256",
  * "tma64x128" (64 queries; above 64 both use "tma128x256"), "tma128x256"; and their forms
  * that stage admissions per warp in shared memory (WST_CAP in scan.cuh): "tma64x128s",
- * "tma64x256s" (above 64 queries both use "tma128x256s") and "tma128x256s". The TMA tiles need evenly spaced pages
- * (sieve_matrix.page_base) and fall back to the cp.async tiles otherwise and for the sample
- * and materialized modes.
- * Defaults, from the H200 A/B runs in bench/KERNEL_NOTES.md (v12, 5M rows, float16):
- * tma64x256 up to 8 queries, and up to 16 for k <= 1024 (B = 1, k = 8192: 2.28 against
- * 2.67 ms for tma64x128s; B = 16, k = 128: 1.93 against 2.27); tma64x256s up to 64
- * queries (v18, whole calls against tma64x128s: B = 16 k = 8192 2.13-2.14 against
- * 2.49-2.51 ms, B = 32 k = 8192 2.23-2.24 against 2.43, B = 64 k = 8192 2.46-2.49 against
- * 2.57, k = 1024 2.02-2.03 against 2.12-2.15, k = 128 1.97-2.00 against 1.99-2.01; tma64x128s
- * had replaced tma64x128 and wg64x128 in v12); above 64 queries tma128x256s (v12: B = 1024, k = 1024 22.2-22.6 against
- * 23.4 ms, k = 8192 26.1-26.6 against 43.4-44.1 for wg128x128s3; since v14 also at small k,
- * two rounds against tma128x256: B = 1024 k = 128 15.6-15.7 against 17.7-17.9 ms, k = 10
- * 14.9-15.1 against 16.4-16.7, B = 128 k = 128 2.23-2.26 against 2.50; v12's staged form
- * had been slower there). k between 129 and 1023 was not measured.
+ * "tma64x256s" (above 64 queries both use "tma128x256s") and "tma128x256s". The TMA tiles
+ * need evenly spaced pages (sieve_matrix.page_base) and fall back to the cp.async tiles
+ * otherwise and for the sample and materialized modes.
+ * Defaults, from the H200 A/B runs in bench/KERNEL_NOTES.md (5M rows, float16): tma64x256
+ * up to 8 queries, and up to 16 for k <= 1024 (v12: B = 1, k = 8192: 2.28 against 2.67 ms
+ * for tma64x128s; B = 16, k = 128: 1.93 against 2.27); tma64x256s up to 64 queries (v18,
+ * whole calls against tma64x128s: B = 16 k = 8192 2.13-2.14 against 2.49-2.51 ms, B = 32
+ * k = 8192 2.23-2.24 against 2.43, B = 64 k = 8192 2.46-2.49 against 2.57, k = 1024
+ * 2.02-2.03 against 2.12-2.15, k = 128 1.97-2.00 against 1.99-2.01; tma64x128s had replaced
+ * tma64x128 and wg64x128 in v12); above 64 queries tma128x256s (v12: B = 1024, k = 1024
+ * 22.2-22.6 against 23.4 ms, k = 8192 26.1-26.6 against 43.4-44.1 for wg128x128s3; since
+ * v14 also at small k, two rounds against tma128x256: B = 1024 k = 128 15.6-15.7 against
+ * 17.7-17.9 ms, k = 10 14.9-15.1 against 16.4-16.7, B = 128 k = 128 2.23-2.26 against 2.50;
+ * v12's staged form had been slower there). k between 129 and 1023 was not measured.
  * SIEVE_CUDA_SCAN overrides the choice for benchmarks and tests; every
  * mode of one search uses the same variant, and every variant computes each key the same
  * way (the GPU tests check the keys are bit-identical across variants). */

@@ -47,7 +47,8 @@ Test(reply_format, random_scores) {
         s ^= s >> 7;
         s ^= s << 17;
         /* dot products and distances as the kernels produce them: mostly |x| in 1e-3 .. 1e3 */
-        const double x = ((double)(s >> 11) / 9007199254740992.0 - 0.5) * pow(10.0, (double)(s % 9) - 3.0);
+        const double unit = (double)(s >> 11) / 9007199254740992.0 - 0.5;
+        const double x = unit * pow(10.0, (double)(s % 9) - 3.0);
         check((float)x);
     }
 }
