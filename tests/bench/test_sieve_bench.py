@@ -55,7 +55,8 @@ def main():
     if rc != 0:
         print(so[-3000:], se[-3000:])
     check(rc == 0, "a run with --sample-rows and --results pinned exits 0", rc, 0)
-    check("pinned result arrays" in so, "the header names the result arrays", so[:300], "pinned result arrays")
+    check("pinned query and result arrays" in so, "the header names the query and result arrays",
+          so[:300], "pinned query and result arrays")
     rows = lines(js) if os.path.exists(js) else []
     check(len(rows) == 6, "one JSON line per (batch, k)", len(rows), 6)
     for r in rows:
