@@ -196,7 +196,7 @@ int sieve__id_parse_text(const char *text, sieve_point_id *out) {
     return SIEVE_EINVAL;
 }
 
-void sieve__sbuf_id(sieve__sbuf *b, const sieve_point_id *id) {
+int sieve__fmt_id(char *out, const sieve_point_id *id) {
     if (id->kind == SIEVE_ID_NUM) { /* decimal digits, written backwards (no printf) */
         char d[20];
         int n = 0;
@@ -205,14 +205,23 @@ void sieve__sbuf_id(sieve__sbuf *b, const sieve_point_id *id) {
             d[sizeof d - 1 - n++] = (char)('0' + v % 10u);
             v /= 10u;
         } while (v);
-        sieve__sbuf_put(b, d + sizeof d - n, (size_t)n);
-    } else {
-        char u[37];
-        sieve_uuid_format(id->uuid, u);
-        sieve__sbuf_putc(b, '"');
-        sieve__sbuf_put(b, u, 36);
-        sieve__sbuf_putc(b, '"');
+        memcpy(out, d + sizeof d - n, (size_t)n);
+        out[n] = 0;
+        return n;
     }
+    char u[37];
+    sieve_uuid_format(id->uuid, u);
+    out[0] = '"';
+    memcpy(out + 1, u, 36);
+    out[37] = '"';
+    out[38] = 0;
+    return 38;
+}
+
+void sieve__sbuf_id(sieve__sbuf *b, const sieve_point_id *id) {
+    char buf[SIEVE__ID_JSON_MAX];
+    const int n = sieve__fmt_id(buf, id);
+    sieve__sbuf_put(b, buf, (size_t)n);
 }
 
 json_t *sieve__id_json(const sieve_point_id *id) {

@@ -295,15 +295,31 @@ fail:
 /* Writes q's ScoredPoint list from the hits the batcher kept. Returns 0, or -1 when a
  * stored payload cannot be read as JSON. */
 static int write_hits(const sieve__query *q, sieve__sbuf *o) {
+    static const char ID[] = "{\"id\":", SCORE[] = ",\"version\":0,\"score\":",
+                      PAYLOAD[] = ",\"payload\":", BARE[] = "null,\"vector\":null}";
     sieve__sbuf_putc(o, '[');
     for (uint32_t i = 0; i < q->n_hits; i++) {
         const sieve__hit *h = &q->hits[i];
-        if (i) sieve__sbuf_putc(o, ',');
-        sieve__sbuf_puts(o, "{\"id\":");
-        sieve__sbuf_id(o, &h->id);
-        sieve__sbuf_puts(o, ",\"version\":0,\"score\":");
-        sieve__sbuf_float(o, h->score);
-        sieve__sbuf_puts(o, ",\"payload\":");
+        /* the hit up to its payload in one piece (the whole hit when it has neither payload
+           nor vector), then one append */
+        char line[1 + sizeof ID + SIEVE__ID_JSON_MAX + sizeof SCORE + 24 + sizeof PAYLOAD +
+                  sizeof BARE];
+        size_t n = 0;
+        if (i) line[n++] = ',';
+        memcpy(line + n, ID, sizeof ID - 1);
+        n += sizeof ID - 1;
+        n += (size_t)sieve__fmt_id(line + n, &h->id);
+        memcpy(line + n, SCORE, sizeof SCORE - 1);
+        n += sizeof SCORE - 1;
+        n += (size_t)sieve__fmt_json_float(line + n, h->score);
+        memcpy(line + n, PAYLOAD, sizeof PAYLOAD - 1);
+        n += sizeof PAYLOAD - 1;
+        if (q->payload.mode == SIEVE_PSEL_NONE && !h->has_vector) {
+            memcpy(line + n, BARE, sizeof BARE - 1);
+            sieve__sbuf_put(o, line, n + sizeof BARE - 1);
+            continue;
+        }
+        sieve__sbuf_put(o, line, n);
         if (q->payload.mode != SIEVE_PSEL_NONE) {
             const char *pj = h->has_payload && q->payloads.p ? q->payloads.p + h->payload_off
                                                                : NULL;

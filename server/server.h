@@ -78,6 +78,9 @@ void sieve__sbuf_float(sieve__sbuf *b, float f);
  * value as a 128-bit integer times a power of ten) that is several times faster than
  * snprintf; the rest (tiny, subnormal, infinite, NaN) go through snprintf. */
 int sieve__fmt_float(char *out, float f);
+/* sieve__fmt_float of f as a JSON number (NaN as 0, infinities as +-3.40282347e+38, as
+ * sieve__sbuf_float writes them); out at least 24 bytes. */
+int sieve__fmt_json_float(char *out, float f);
 /* Appends a jansson value as compact JSON. */
 void sieve__sbuf_json(sieve__sbuf *b, const json_t *j);
 
@@ -283,6 +286,10 @@ int sieve__jv_id(const json_t *j, const char *path, sieve_point_id *out, sieve__
 /* Parses a point id from text (path segment): digits or a UUID. */
 int sieve__id_parse_text(const char *text, sieve_point_id *out);
 /* Appends an id as JSON (number or quoted UUID). */
+/* A point id as JSON (a number, or a quoted UUID) into out (SIEVE__ID_JSON_MAX bytes, NUL
+ * included); returns the length. sieve__sbuf_id appends it to b. */
+#define SIEVE__ID_JSON_MAX 39
+int sieve__fmt_id(char *out, const sieve_point_id *id);
 void sieve__sbuf_id(sieve__sbuf *b, const sieve_point_id *id);
 json_t *sieve__id_json(const sieve_point_id *id);
 /* Describes a JSON value's type for messages ("a string", "null", ...). */

@@ -275,11 +275,15 @@ int sieve__fmt_float(char *out, float f) {
     return (int)(o - out);
 }
 
-void sieve__sbuf_float(sieve__sbuf *b, float f) {
+int sieve__fmt_json_float(char *out, float f) {
     if (isnan(f)) f = 0.0f; /* never produced for real results; keeps the JSON valid */
     if (isinf(f)) f = f > 0 ? 3.40282347e38f : -3.40282347e38f;
+    return sieve__fmt_float(out, f);
+}
+
+void sieve__sbuf_float(sieve__sbuf *b, float f) {
     char buf[24];
-    const int n = sieve__fmt_float(buf, f);
+    const int n = sieve__fmt_json_float(buf, f);
     if (n < 0) b->failed = 1;
     else sieve__sbuf_put(b, buf, (size_t)n);
 }

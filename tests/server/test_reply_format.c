@@ -92,3 +92,14 @@ Test(reply_format, numeric_ids) {
         sieve__sbuf_free(&b);
     }
 }
+
+/* A UUID point id: quoted, in the canonical 8-4-4-4-12 form. */
+Test(reply_format, uuid_ids) {
+    sieve_point_id id;
+    memset(&id, 0, sizeof id);
+    id.kind = SIEVE_ID_UUID;
+    for (int i = 0; i < 16; i++) id.uuid[i] = (uint8_t)(0x10 * i + 15 - i);
+    char got[SIEVE__ID_JSON_MAX];
+    cr_assert_eq(sieve__fmt_id(got, &id), 38);
+    cr_assert_str_eq(got, "\"0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0\"");
+}
