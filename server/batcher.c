@@ -382,7 +382,8 @@ static int grow(void **p, size_t *cap, size_t n, size_t sz) {
     return 0;
 }
 
-/* Hits ahead whose cached id the hit loop asks the CPU to load (sieve_snapshot_row_id_prefetch). */
+/* Hits ahead whose cached id the hit loop asks the CPU to load
+ * (sieve_snapshot_row_id_prefetch). */
 #define ID_PREFETCH_AHEAD 8
 
 /* Keeps q's results from the kernel's rows/scores (count real entries): point ids, and the

@@ -285,7 +285,6 @@ int sieve__jv_vector(const json_t *j, const char *path, uint32_t dim, float *out
 int sieve__jv_id(const json_t *j, const char *path, sieve_point_id *out, sieve__err *e);
 /* Parses a point id from text (path segment): digits or a UUID. */
 int sieve__id_parse_text(const char *text, sieve_point_id *out);
-/* Appends an id as JSON (number or quoted UUID). */
 /* A point id as JSON (a number, or a quoted UUID) into out (SIEVE__ID_JSON_MAX bytes, NUL
  * included); returns the length. sieve__sbuf_id appends it to b. */
 #define SIEVE__ID_JSON_MAX 39
