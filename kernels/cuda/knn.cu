@@ -12,8 +12,9 @@
  *      underfill rescans with the secondary boundary, overflow rescans with the histogram
  *      edge that already holds k, and what still fails takes the full path (every eligible
  *      row materialised and sorted), so no answer depends on the sample;
- *   5. select: one segmented sort of each query's candidates (key desc, row asc), the
- *      first k written out.
+ *   5. select: per query, the candidates at or above the threshold bin sorted (key desc,
+ *      row asc) and the first k written out: by one block in shared memory where they fit
+ *      (select_block_kernel), else by one segmented sort.
  * Must not: be called except through kernels/device.c; allocate on the fused path when the
  * caller passes scratch.
  */
@@ -438,6 +439,165 @@ __global__ void extract_kernel(const uint64_t *sorted, size_t ld, const uint32_t
     }
 }
 
+/* One block per query, in place of compact + segmented sort + extract when every used
+ * query's candidates fit the block (min(cnt, cap) <= T * IMAX): finds the threshold bin as
+ * compact_top_kernel does (a suffix sum of the histogram in place of its serial walk),
+ * compacts the candidates at or above it into shared memory, sorts those with a block radix
+ * sort sized by their number (T * I >= m, I <= IMAX) and writes the first k (best first,
+ * ties by the smaller row) with the same padding and counts as extract_kernel. The sort key
+ * drops the bits every kept candidate shares: (hi - hi_min) << rb | row, where hi is the
+ * candidate's upper word (~ord(key)) and rb the bits of the largest row (23 at 5M rows), so
+ * the radix passes cover the kept keys' range and the row bits instead of 64 bits. Rows
+ * are unique within a query, so the order is a full sort's. A query keeping more than T * IMAX candidates is left to the segmented
+ * select: over[q] = 1 and *n_over counts it. Shared memory: select_block_smem(T, most). */
+template <int T, int I, int RB>
+using SelSort = cub::BlockRadixSort<uint64_t, T, I, cub::NullType, RB>;
+
+template <int T, int I, int RB>
+constexpr size_t sel_sort_bytes() {
+    return sizeof(typename SelSort<T, I, RB>::TempStorage);
+}
+
+struct SelOut {
+    const float *qn2;
+    int64_t *rows;
+    float *scores;
+    uint32_t *counts;
+    uint32_t k;
+    int metric;
+};
+
+template <int T, int I, int RB>
+__device__ void sel_sort_write(unsigned char *smem, uint32_t q, uint32_t m, uint32_t hmin,
+                               uint32_t rb, int end_bit, const SelOut &o) {
+    const uint64_t *stage = reinterpret_cast<const uint64_t *>(smem);
+    const uint32_t t = threadIdx.x;
+    uint64_t key[I];
+#pragma unroll
+    for (int j = 0; j < I; j++) {
+        const uint32_t i = j * T + t;
+        key[j] = ~0ull;
+        if (i < m) {
+            const uint64_t v = stage[i];
+            key[j] = ((uint64_t)((uint32_t)(v >> 32) - hmin) << rb) | (uint32_t)v;
+        }
+    }
+    __syncthreads(); /* the sort reuses the staging memory */
+    SelSort<T, I, RB>(*reinterpret_cast<typename SelSort<T, I, RB>::TempStorage *>(smem))
+        .SortBlockedToStriped(key, 0, end_bit);
+    const uint64_t rmask = (1ull << rb) - 1;
+    const float nan = __int_as_float(0x7fc00000);
+    int64_t *orow = o.rows + (size_t)q * o.k;
+    float *osc = o.scores + (size_t)q * o.k;
+#pragma unroll
+    for (int j = 0; j < I; j++) {
+        const uint32_t r = j * T + t;
+        if (r < o.k) {
+            int64_t row = -1;
+            float sc = nan;
+            if (r < m) {
+                const uint64_t v =
+                    ((uint64_t)((uint32_t)(key[j] >> rb) + hmin) << 32) | (key[j] & rmask);
+                row = cand_row(v);
+                const float kk = cand_key(v);
+                sc = o.metric == 2 ? sqrtf(fmaxf(0.f, o.qn2[q] - kk)) : kk;
+            }
+            orow[r] = row;
+            osc[r] = sc;
+        }
+    }
+    for (uint32_t r = (uint32_t)I * T + t; r < o.k; r += T) {
+        orow[r] = -1;
+        osc[r] = nan;
+    }
+}
+
+template <int T, int IMAX, int RB>
+__global__ void __launch_bounds__(T, 1)
+select_block_kernel(const uint64_t *cand, uint32_t cap, const uint32_t *cnt,
+                    const unsigned char *use, const uint32_t *hist, const float *edges,
+                    uint32_t n_rows, SelOut o, unsigned char *over, uint32_t *n_over) {
+    static_assert(T >= NBINS && T % 32 == 0, "one thread per bin");
+    extern __shared__ __align__(16) unsigned char sel_smem[];
+    uint64_t *stage = reinterpret_cast<uint64_t *>(sel_smem);
+    __shared__ uint32_t wsum[NBINS / 32], bsel, pos, hmin, hmax;
+    const uint32_t q = blockIdx.x, t = threadIdx.x, lane = t & 31, warp = t >> 5;
+    if (!use[q]) { /* the full path writes this query's results */
+        if (t == 0) over[q] = 0;
+        return;
+    }
+    /* threshold bin: the largest b > 0 whose count from the top reaches k (0: keep all) */
+    uint32_t suf = 0;
+    if (t == 0) bsel = 0, pos = 0, hmin = 0xffffffffu, hmax = 0;
+    if (t < NBINS) {
+        suf = hist[(size_t)q * NBINS + t];
+        for (int d = 1; d < 32; d <<= 1) {
+            const uint32_t v = __shfl_down_sync(0xffffffffu, suf, d);
+            if (lane + d < 32) suf += v;
+        }
+        if (lane == 0) wsum[warp] = suf;
+    }
+    __syncthreads();
+    if (t < NBINS) {
+        for (int w = warp + 1; w < NBINS / 32; w++) suf += wsum[w];
+        if (t > 0 && suf >= o.k) atomicMax(&bsel, t);
+    }
+    __syncthreads();
+    const float edge = bsel ? edges[(size_t)q * NBINS + bsel] : -__int_as_float(0x7f800000);
+    /* compact the kept candidates into shared memory, one atomic per warp and round */
+    const uint32_t n = cnt[q] < cap ? cnt[q] : cap;
+    const uint64_t *c = cand + (size_t)q * cap;
+    uint32_t lo = 0xffffffffu, hi = 0;
+    for (uint32_t base = 0; base < n; base += T) {
+        const uint32_t i = base + t;
+        uint64_t v = 0;
+        bool keep = false;
+        if (i < n) {
+            v = __ldcs(c + i);
+            keep = cand_key(v) >= edge;
+        }
+        const uint32_t mask = __ballot_sync(0xffffffffu, keep);
+        uint32_t at = 0;
+        if (lane == 0 && mask) at = atomicAdd(&pos, (uint32_t)__popc(mask));
+        at = __shfl_sync(0xffffffffu, at, 0);
+        if (keep) {
+            stage[at + __popc(mask & ((1u << lane) - 1))] = v;
+            const uint32_t w = (uint32_t)(v >> 32);
+            lo = w < lo ? w : lo;
+            hi = w > hi ? w : hi;
+        }
+    }
+    lo = __reduce_min_sync(0xffffffffu, lo);
+    hi = __reduce_max_sync(0xffffffffu, hi);
+    if (lane == 0 && lo <= hi) {
+        atomicMin(&hmin, lo);
+        atomicMax(&hmax, hi);
+    }
+    __syncthreads();
+    const uint32_t m = pos, h0 = hmin;
+    const uint32_t rb = n_rows > 1 ? 32 - __clz(n_rows - 1) : 0;
+    int end_bit = 1;
+    if (m) {
+        /* every real key <= top < top + 1 <= all ones in [0, end_bit): padding sorts last */
+        const uint64_t top = ((uint64_t)(hmax - h0) << rb) | (uint64_t)(n_rows - 1);
+        end_bit = 64 - __clzll(top + 1);
+    }
+    if (t == 0) over[q] = m > (uint32_t)T * IMAX;
+    if (m > (uint32_t)T * IMAX) { /* more than the largest sort: the segmented select's */
+        if (t == 0) atomicAdd(n_over, 1u);
+        return;
+    }
+    if (t == 0) o.counts[q] = m < o.k ? m : o.k;
+    if (m <= (uint32_t)T) return sel_sort_write<T, 1, RB>(sel_smem, q, m, h0, rb, end_bit, o);
+    if (IMAX >= 2 && m <= 2u * T) return sel_sort_write<T, 2, RB>(sel_smem, q, m, h0, rb, end_bit, o);
+    if constexpr (IMAX >= 4)
+        if (m <= 4u * T) return sel_sort_write<T, 4, RB>(sel_smem, q, m, h0, rb, end_bit, o);
+    if constexpr (IMAX >= 8)
+        if (m <= 8u * T) return sel_sort_write<T, 8, RB>(sel_smem, q, m, h0, rb, end_bit, o);
+    if constexpr (IMAX >= 12) return sel_sort_write<T, 12, RB>(sel_smem, q, m, h0, rb, end_bit, o);
+    static_assert(IMAX <= 12, "sort sizes 1, 2, 4, 8, 12");
+}
+
 /* ------------------------------------------------------------------ scan launchers */
 
 template <typename T, int BM, int BN, int WM, int WN, int ST, int MODE>
@@ -746,7 +906,7 @@ int make_layout(const Plan &pl, uint64_t n_rows, bool full_only, Layout *L) {
     L->qsub = take((size_t)np * pl.qrow_bytes);
     L->qn2 = take((size_t)np * 4);
     L->qn2sub = take((size_t)np * 4);
-    L->use = take(np);
+    L->use = take((size_t)np * 2); /* use, then the block select's overflow flags */
     L->idx = take((size_t)np * 4);
     L->lo = take((size_t)np * 4);
     L->outrows = take((size_t)nq * pl.k * 8);
@@ -1158,6 +1318,105 @@ int download_results(Search &S, int64_t *out_rows, float *out_scores, uint32_t *
     return 0;
 }
 
+/* The select step: the block sort (select_block_kernel) where every used query's
+ * candidates fit a block's shared memory, else compact + segmented sort + extract.
+ * A block sorts at most SEL_T * SEL_I keys (64 registers a thread at 1024 threads; 16 keys
+ * a thread spilled) but stages up to SEL_STAGE; a query keeping more than it sorts takes
+ * the segmented select. k = 8192 at 5M rows admits about 12.6k candidates a query.
+ * Measured on the H200 (5M rows, float16, two rounds, bench/RESULTS.md "Block select"):
+ * the block sort is faster at every k for B <= 64 and at k >= 1024 for any B (B = 64
+ * k = 8192: select less download 0.17 -> 0.09-0.12 ms; B = 1024 k = 8192: 0.84 -> 0.56-0.61),
+ * but slower than the segmented sort's warp sorts when more than 128 queries hold at most
+ * 1024 candidates each (B = 1024 k = 128: 0.24-0.25 against 0.20-0.23 ms), so those keep
+ * the segmented select. Radix digits of 5 bits were slower than cub's default 4.
+ * SIEVE_CUDA_SELECT=segmented or =block forces one or the other (benchmarks and tests). */
+constexpr uint32_t SEL_SMALL_T = 256, SEL_SMALL_I = 4, SEL_T = 1024, SEL_I = 12;
+constexpr uint32_t SEL_STAGE = 24576;       /* 192 KiB of shared memory */
+constexpr uint32_t SEL_SMALL_MAX_QUERIES = 128;
+constexpr int SEL_RADIX_BITS = 4;
+
+bool select_by_block(uint32_t nq, uint32_t most, uint32_t k) {
+    const char *e = getenv("SIEVE_CUDA_SELECT");
+    if (e && !strcmp(e, "segmented")) return false;
+    if (most > SEL_STAGE || k > SEL_T * SEL_I) return false;
+    if (e && !strcmp(e, "block")) return true;
+    return most > SEL_SMALL_T * SEL_SMALL_I || nq <= SEL_SMALL_MAX_QUERIES;
+}
+
+/* Bytes of shared memory for a block of T threads whose queries hold at most `most`
+ * candidates: the staging array, or the largest sort it may run. */
+template <int T, int IMAX, int RB>
+size_t select_block_smem(uint32_t most) {
+    const uint32_t items = (most + T - 1) / T;
+    size_t sort = items <= 1 || IMAX < 2    ? sel_sort_bytes<T, 1, RB>()
+                  : items <= 2 || IMAX < 4  ? sel_sort_bytes<T, 2, RB>()
+                  : items <= 4 || IMAX < 8  ? sel_sort_bytes<T, 4, RB>()
+                  : items <= 8 || IMAX < 12 ? sel_sort_bytes<T, 8, RB>()
+                                            : sel_sort_bytes<T, 12, RB>();
+    size_t stage = (size_t)most * 8;
+    return sort > stage ? sort : stage;
+}
+
+template <int T, int IMAX, int RB>
+int launch_select_block(Search &S, const unsigned char *used, uint32_t most, int metric) {
+    const size_t smem = select_block_smem<T, IMAX, RB>(most);
+    auto kern = select_block_kernel<T, IMAX, RB>;
+    SIEVE_CUDA_TRY(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                        (int)smem));
+    SelOut o = {S.at<float>(S.L.qn2), S.at<int64_t>(S.L.outrows), S.at<float>(S.L.outscores),
+                S.at<uint32_t>(S.L.outcounts), S.pl.k, metric};
+    kern<<<S.pl.nq, T, smem, S.s>>>(S.at<uint64_t>(S.L.cand), S.pl.cap, S.at<uint32_t>(S.L.cnt),
+                                    used, S.at<uint32_t>(S.L.hist), S.at<float>(S.L.edges),
+                                    S.sp.n_rows, o, S.at<unsigned char>(S.L.use) + S.pl.nq_pad,
+                                    S.at<uint32_t>(S.L.misc + 16));
+    SIEVE_CUDA_LAUNCH_CHECK();
+    return 0;
+}
+
+int select_segmented(Search &S, const unsigned char *used, int metric);
+
+/* most: the most candidates a used query holds (<= SEL_STAGE) */
+template <int RB = SEL_RADIX_BITS>
+int select_block(Search &S, const unsigned char *used, uint32_t most, int metric) {
+    if (most <= SEL_SMALL_T * SEL_SMALL_I)
+        return launch_select_block<SEL_SMALL_T, SEL_SMALL_I, RB>(S, used, most, metric);
+    if (most <= SEL_T * SEL_I) return launch_select_block<SEL_T, SEL_I, RB>(S, used, most, metric);
+    /* some query may keep more than a block sorts: those go to the segmented select */
+    uint32_t *n_over = S.at<uint32_t>(S.L.misc + 16);
+    SIEVE_CUDA_TRY(cudaMemsetAsync(n_over, 0, 4, S.s));
+    int rc = launch_select_block<SEL_T, SEL_I, RB>(S, used, most, metric);
+    if (rc) return rc;
+    uint32_t h = 0;
+    SIEVE_CUDA_TRY(cudaMemcpyAsync(&h, n_over, 4, cudaMemcpyDeviceToHost, S.s));
+    SIEVE_CUDA_TRY(cudaStreamSynchronize(S.s));
+    return h ? select_segmented(S, S.at<unsigned char>(S.L.use) + S.pl.nq_pad, metric) : 0;
+}
+
+int select_segmented(Search &S, const unsigned char *used, int metric) {
+    const Plan &pl = S.pl;
+    const uint32_t n_queries = pl.nq;
+    int64_t *beg = S.at<int64_t>(S.L.segb), *end = S.at<int64_t>(S.L.sege);
+    /* keep what is at or above each query's threshold bin (k plus that bin), sort that */
+    compact_top_kernel<<<n_queries, 256, 0, S.s>>>(
+        S.at<uint64_t>(S.L.cand), pl.cap, S.at<uint32_t>(S.L.cnt), used,
+        S.at<uint32_t>(S.L.hist), S.at<float>(S.L.edges), pl.k, S.at<uint64_t>(S.L.sorted),
+        S.at<uint32_t>(S.L.topm), beg, end);
+    SIEVE_CUDA_LAUNCH_CHECK();
+    size_t tb = S.L.cub_bytes;
+    SIEVE_CUDA_TRY(cub::DeviceSegmentedSort::SortKeys(
+        S.at<void>(S.L.cub), tb, S.at<uint64_t>(S.L.sorted), S.at<uint64_t>(S.L.cand),
+        (int64_t)n_queries * pl.cap, (int64_t)n_queries, beg, end, S.s));
+    dim3 grid((pl.k + 255) / 256 < 64 ? (pl.k + 255) / 256 : 64,
+              n_queries < 65535 ? n_queries : 65535);
+    extract_kernel<<<grid, 256, 0, S.s>>>(S.at<uint64_t>(S.L.cand), pl.cap,
+                                          S.at<uint32_t>(S.L.topm), 0, used, nullptr, n_queries,
+                                          pl.k, metric, S.at<float>(S.L.qn2),
+                                          S.at<int64_t>(S.L.outrows), S.at<float>(S.L.outscores),
+                                          S.at<uint32_t>(S.L.outcounts));
+    SIEVE_CUDA_LAUNCH_CHECK();
+    return 0;
+}
+
 int setup(Search &S, void *ctx, const sieve_matrix *m, uint32_t nq, const sieve_search_params *p,
           bool full_only) {
     S.c = (sieve__cuda_ctx *)ctx;
@@ -1246,6 +1505,7 @@ extern "C" int sieve__cuda_knn(void *ctx, const sieve_matrix *m, const float *qu
 
     std::vector<uint32_t> all_full;
     std::vector<unsigned char> use(n_queries, 0);
+    std::vector<uint32_t> cnt_final; /* admitted counts after any rescan */
     if (direct) {
         for (uint32_t q = 0; q < n_queries; q++) {
             all_full.push_back(q);
@@ -1332,6 +1592,7 @@ extern "C" int sieve__cuda_knn(void *ctx, const sieve_matrix *m, const float *qu
                 }
             }
         }
+        cnt_final.swap(cnt);
     }
     double t_scan = sieve__now_ms();
 
@@ -1339,26 +1600,13 @@ extern "C" int sieve__cuda_knn(void *ctx, const sieve_matrix *m, const float *qu
     if (!direct) {
         unsigned char *used = S.at<unsigned char>(S.L.use);
         SIEVE_CUDA_TRY(cudaMemcpyAsync(used, use.data(), n_queries, cudaMemcpyHostToDevice, S.s));
-        int64_t *beg = S.at<int64_t>(S.L.segb), *end = S.at<int64_t>(S.L.sege);
-        /* keep what is at or above each query's threshold bin (k plus that bin), sort that */
-        compact_top_kernel<<<n_queries, 256, 0, S.s>>>(
-            S.at<uint64_t>(S.L.cand), pl.cap, S.at<uint32_t>(S.L.cnt), used,
-            S.at<uint32_t>(S.L.hist), S.at<float>(S.L.edges), pl.k, S.at<uint64_t>(S.L.sorted),
-            S.at<uint32_t>(S.L.topm), beg, end);
-        SIEVE_CUDA_LAUNCH_CHECK();
-        size_t tb = S.L.cub_bytes;
-        SIEVE_CUDA_TRY(cub::DeviceSegmentedSort::SortKeys(
-            S.at<void>(S.L.cub), tb, S.at<uint64_t>(S.L.sorted), S.at<uint64_t>(S.L.cand),
-            (int64_t)n_queries * pl.cap, (int64_t)n_queries, beg, end, S.s));
-        dim3 grid((pl.k + 255) / 256 < 64 ? (pl.k + 255) / 256 : 64,
-                  n_queries < 65535 ? n_queries : 65535);
-        extract_kernel<<<grid, 256, 0, S.s>>>(S.at<uint64_t>(S.L.cand), pl.cap,
-                                              S.at<uint32_t>(S.L.topm), 0, used, nullptr, n_queries,
-                                              pl.k, (p->flags & SIEVE_SEARCH_RAW_KEYS) ? 0 : p->metric,
-                                              S.at<float>(S.L.qn2),
-                                              S.at<int64_t>(S.L.outrows), S.at<float>(S.L.outscores),
-                                              S.at<uint32_t>(S.L.outcounts));
-        SIEVE_CUDA_LAUNCH_CHECK();
+        uint32_t most = 0; /* the most candidates a used query holds */
+        for (uint32_t q = 0; q < n_queries; q++)
+            if (use[q]) most = std::max(most, std::min(cnt_final[q], pl.cap));
+        const int metric = (p->flags & SIEVE_SEARCH_RAW_KEYS) ? 0 : (int)p->metric;
+        rc = select_by_block(n_queries, most, pl.k) ? select_block(S, used, most, metric)
+                                                    : select_segmented(S, used, metric);
+        if (rc) return rc;
         SIEVE_CUDA_TRY(cudaStreamSynchronize(S.s)); /* `use` must outlive the copy */
     }
     if (!all_full.empty()) {

@@ -277,6 +277,35 @@ Test(knn_cuda, large_batches_and_k, .timeout = 1800) {
     run_case(&h);
 }
 
+/* The select step both ways (SIEVE_CUDA_SELECT): the block sort in shared memory (the
+ * default where the candidates fit) and the segmented sort, each against the materialized
+ * full sort. Covers every sort size of the block (k = 1 to 8192), a k whose kept candidates
+ * exceed what a block sorts (k = 12288: the block hands those queries to the segmented
+ * sort), k past the block path (16384), all-equal keys (the block's sort key is the row
+ * alone), duplicates with Euclid, sorted data and masks. */
+Test(knn_cuda, block_and_segmented_select_against_full_sort, .timeout = 1200) {
+    SKIP_WITHOUT_GPU();
+    const char *const how[] = {"block", "segmented"};
+    for (int h = 0; h < 2; h++) {
+        cr_assert_eq(setenv("SIEVE_CUDA_SELECT", how[h], 1), 0);
+        cr_log_info("select %s", how[h]);
+        const uint32_t ks[] = {1, 300, 1500, 3000, 6000, 8192, 12288, 16384};
+        for (int ki = 0; ki < 8; ki++) {
+            gcase c = {SIEVE_DTYPE_F16, SIEVE_METRIC_DOT, SIEVE_PATTERN_NORMAL, 1000000, 128, 1024, 9, ks[ki], 0, 0, 0};
+            run_case(&c);
+        }
+        const gcase cases[] = {
+            {SIEVE_DTYPE_F16, SIEVE_METRIC_DOT, SIEVE_PATTERN_TIES, 200000, 96, 128, 7, 5000, 0, 0, 0},
+            {SIEVE_DTYPE_BF16, SIEVE_METRIC_EUCLID, SIEVE_PATTERN_DUPS, 300001, 64, 128, 5, 3000, 0, 0, 0},
+            {SIEVE_DTYPE_F32, SIEVE_METRIC_COSINE, SIEVE_PATTERN_SORTED_DESC, 100003, 32, 128, 5, 1024, 1, 0, 1},
+            {SIEVE_DTYPE_F16, SIEVE_METRIC_DOT, SIEVE_PATTERN_BAND, 65537, 768, 128, 70, 700, 1, 0, 0},
+            {SIEVE_DTYPE_F16, SIEVE_METRIC_DOT, SIEVE_PATTERN_OUTLIER, 1000, 64, 128, 3, 1000, 0, 0, 1},
+        };
+        for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) run_case(&cases[i]);
+    }
+    cr_assert_eq(unsetenv("SIEVE_CUDA_SELECT"), 0);
+}
+
 /* Every scan variant of the CUDA backend (SIEVE_CUDA_SCAN; on GPUs without wgmma each name
  * falls back to mma.sync): fused == its own materialized sort, and agreement with the float64
  * reference, for batches that use the 64-query and the 128-query tiles (two tiles, the second
