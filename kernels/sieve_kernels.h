@@ -282,6 +282,8 @@ typedef struct sieve_search_stats {
     uint64_t candidates_admitted; /* rows passing the gate in the first scan, summed */
     uint64_t rescans;             /* extra scans run by recoveries, per query summed */
     uint64_t path_count[SIEVE_PATH_COUNT]; /* queries answered by each path */
+    uint64_t select_segmented;    /* CUDA: certified queries whose candidates the segmented
+                                     sort ordered (the others: a block sort in shared memory) */
     double ms_sample, ms_scan, ms_select, ms_total; /* wall time of each phase */
     double ms_download; /* part of ms_select: copying the results to the caller's arrays */
 } sieve_search_stats;

@@ -1390,9 +1390,12 @@ int launch_select_block(Search &S, const unsigned char *used, uint32_t most, int
 
 int select_segmented(Search &S, const unsigned char *used, int metric);
 
-/* most: the most candidates a used query holds (<= SEL_STAGE) */
+/* most: the most candidates a used query holds (<= SEL_STAGE); *handed: the queries left to
+ * the segmented sort (more kept candidates than a block sorts) */
 template <int RB = SEL_RADIX_BITS>
-int select_block(Search &S, const unsigned char *used, uint32_t most, int metric) {
+int select_block(Search &S, const unsigned char *used, uint32_t most, int metric,
+                 uint32_t *handed) {
+    *handed = 0;
     if (most <= SEL_SMALL_T * SEL_SMALL_I)
         return launch_select_block<SEL_SMALL_T, SEL_SMALL_I, RB>(S, used, most, metric);
     if (most <= SEL_T * SEL_I) return launch_select_block<SEL_T, SEL_I, RB>(S, used, most, metric);
@@ -1404,6 +1407,7 @@ int select_block(Search &S, const unsigned char *used, uint32_t most, int metric
     uint32_t h = 0;
     SIEVE_CUDA_TRY(cudaMemcpyAsync(&h, n_over, 4, cudaMemcpyDeviceToHost, S.s));
     SIEVE_CUDA_TRY(cudaStreamSynchronize(S.s));
+    *handed = h;
     return h ? select_segmented(S, S.at<unsigned char>(S.L.use) + S.pl.nq_pad, metric) : 0;
 }
 
@@ -1615,12 +1619,21 @@ extern "C" int sieve__cuda_knn(void *ctx, const sieve_matrix *m, const float *qu
     if (!direct) {
         unsigned char *used = S.at<unsigned char>(S.L.use);
         SIEVE_CUDA_TRY(cudaMemcpyAsync(used, use.data(), n_queries, cudaMemcpyHostToDevice, S.s));
-        uint32_t most = 0; /* the most candidates a used query holds */
+        uint32_t most = 0, n_use = 0; /* the most candidates a used query holds */
         for (uint32_t q = 0; q < n_queries; q++)
-            if (use[q]) most = std::max(most, std::min(cnt_final[q], pl.cap));
+            if (use[q]) {
+                most = std::max(most, std::min(cnt_final[q], pl.cap));
+                n_use++;
+            }
         const int metric = (p->flags & SIEVE_SEARCH_RAW_KEYS) ? 0 : (int)p->metric;
-        rc = select_by_block(n_queries, most, pl.k) ? select_block(S, used, most, metric)
-                                                    : select_segmented(S, used, metric);
+        if (select_by_block(n_queries, most, pl.k)) {
+            uint32_t handed = 0;
+            rc = select_block(S, used, most, metric, &handed);
+            st.select_segmented = handed;
+        } else {
+            rc = select_segmented(S, used, metric);
+            st.select_segmented = n_use;
+        }
         if (rc) return rc;
         SIEVE_CUDA_TRY(cudaStreamSynchronize(S.s)); /* `use` must outlive the copy */
     }

@@ -69,7 +69,8 @@ static double elem(const void *rows, sieve_dtype dt, size_t at) {
     }
 }
 
-static void run_case(const gcase *c) {
+/* Runs one case and returns the fused search's statistics. */
+static sieve_search_stats run_case(const gcase *c) {
     char name[256];
     case_str(c, name, sizeof name);
     sieve_device *gpu = NULL, *cpu = NULL;
@@ -204,6 +205,7 @@ static void run_case(const gcase *c) {
     sieve_dev_matrix_destroy(dm);
     sieve_device_close(gpu);
     sieve_device_close(cpu);
+    return st;
 }
 
 static const sieve_dtype DT[] = {SIEVE_DTYPE_F16, SIEVE_DTYPE_BF16, SIEVE_DTYPE_F32};
@@ -279,10 +281,11 @@ Test(knn_cuda, large_batches_and_k, .timeout = 1800) {
 
 /* The select step both ways (SIEVE_CUDA_SELECT): the block sort in shared memory (the
  * default where the candidates fit) and the segmented sort, each against the materialized
- * full sort. Covers every sort size of the block (k = 1 to 8192), a k whose kept candidates
- * exceed what a block sorts (k = 12288: the block hands those queries to the segmented
- * sort), k past the block path (16384), all-equal keys (the block's sort key is the row
- * alone), duplicates with Euclid, sorted data and masks. */
+ * full sort, and the statistics say which one ordered each certified query. Covers every
+ * sort size of the block (k = 1 to 8192), a k whose kept candidates exceed what a block
+ * sorts (k = 12288: the block hands those queries to the segmented sort), k past the block
+ * path (16384), all-equal keys (the block's sort key is the row alone), duplicates with
+ * Euclid, sorted data and masks. */
 Test(knn_cuda, block_and_segmented_select_against_full_sort, .timeout = 1200) {
     SKIP_WITHOUT_GPU();
     const char *const how[] = {"block", "segmented"};
@@ -292,7 +295,18 @@ Test(knn_cuda, block_and_segmented_select_against_full_sort, .timeout = 1200) {
         const uint32_t ks[] = {1, 300, 1500, 3000, 6000, 8192, 12288, 16384};
         for (int ki = 0; ki < 8; ki++) {
             gcase c = {SIEVE_DTYPE_F16, SIEVE_METRIC_DOT, SIEVE_PATTERN_NORMAL, 1000000, 128, 1024, 9, ks[ki], 0, 0, 0};
-            run_case(&c);
+            sieve_search_stats st = run_case(&c);
+            const uint64_t used = st.path_count[SIEVE_PATH_CERTIFIED] +
+                                  st.path_count[SIEVE_PATH_UNDERFILL] +
+                                  st.path_count[SIEVE_PATH_OVERFLOW];
+            cr_assert_gt(used, 0, "k=%u: no query certified", ks[ki]);
+            if (h == 1 || ks[ki] > 12288) /* segmented, or past the block path */
+                cr_assert_eq(st.select_segmented, used, "select %s k=%u", how[h], ks[ki]);
+            else if (ks[ki] == 12288) /* more kept than a block sorts: handed back */
+                cr_assert_gt(st.select_segmented, 0, "k=12288 never handed to the segmented sort");
+            else
+                cr_assert_eq(st.select_segmented, 0, "select block k=%u: %llu queries segmented",
+                             ks[ki], (unsigned long long)st.select_segmented);
         }
         const gcase cases[] = {
             {SIEVE_DTYPE_F16, SIEVE_METRIC_DOT, SIEVE_PATTERN_TIES, 200000, 96, 128, 7, 5000, 0, 0, 0},
