@@ -234,9 +234,15 @@ void sieve__metrics_render(sieve_server *s, sieve__sbuf *o) {
                           "sieve_search_rows_scanned_total %llu\n"
                           "# HELP sieve_search_rescans_total Extra scans run by recoveries.\n"
                           "# TYPE sieve_search_rescans_total counter\n"
-                          "sieve_search_rescans_total %llu\n",
+                          "sieve_search_rescans_total %llu\n"
+                          "# HELP sieve_search_select_segmented_total Queries whose candidates "
+                          "the GPU ordered with the segmented sort (the others: a block sort "
+                          "in shared memory).\n"
+                          "# TYPE sieve_search_select_segmented_total counter\n"
+                          "sieve_search_select_segmented_total %llu\n",
                        (unsigned long long)c->search.rows_scanned,
-                       (unsigned long long)c->search.rescans);
+                       (unsigned long long)c->search.rescans,
+                       (unsigned long long)c->search.select_segmented);
     sieve__sbuf_printf(o, "# HELP sieve_filter_masks_total Filter masks built by visiting rows "
                           "(built) or reused (cached).\n"
                           "# TYPE sieve_filter_masks_total counter\n"
