@@ -1338,7 +1338,7 @@ int download_results(Search &S, int64_t *out_rows, float *out_scores, uint32_t *
  * A block sorts at most SEL_T * SEL_I keys (64 registers a thread at 1024 threads; 16 keys
  * a thread spilled) but stages up to SEL_STAGE; a query keeping more than it sorts takes
  * the segmented select. k = 8192 at 5M rows admits about 12.6k candidates a query.
- * Measured on the H200 (5M rows, float16, two rounds, bench/RESULTS.md "Block select"):
+ * Measured on the H200 (5M rows, float16, two rounds, bench/RESULTS.md "Kernel v19"):
  * the block sort is faster at every k for B <= 64 and at k >= 1024 for any B (B = 64
  * k = 8192: select less download 0.17 -> 0.09-0.12 ms; B = 1024 k = 8192: 0.84 -> 0.56-0.61),
  * but slower than the segmented sort's warp sorts when more than 128 queries hold at most
