@@ -828,6 +828,41 @@ __device__ __noinline__ void wst_flush(const ScanParams &p, const uint64_t *buf,
     }
 }
 
+/* The staged sites of one group of 8 keys of a thread's query row (see tma_epilogue): key
+ * s lies at row rbase + 8 (s / 2) + s % 2 of the tile, query ql. Out of line: inlined, the
+ * 128-query tile's epilogue unrolled 128 such sites per query row and form (dot, Euclid),
+ * and its kernel's code grew to 319 KB against 105 KB without staging. Called by the whole
+ * warp; returns the warp buffer's new count. */
+struct WstGroup {
+    float key[8];
+};
+
+__device__ __noinline__ uint32_t wst_group(const ScanParams &p, WstGroup k, bool valid,
+                                           float thr, int ql, int rbase, uint64_t *wbuf,
+                                           uint32_t wcnt, uint32_t row0, uint32_t q0) {
+    const uint32_t lane = threadIdx.x % 32;
+#pragma unroll
+    for (int s = 0; s < 8; s++) {
+        const float key = k.key[s];
+        const int rl = rbase + 8 * (s / 2) + s % 2;
+        const bool pass = valid && key >= thr;
+        const uint32_t bal = __ballot_sync(~0u, pass);
+        if (bal) {
+            if (pass)
+                wbuf[wcnt + __popc(bal & ((1u << lane) - 1u))] =
+                    ((uint64_t)__float_as_uint(key) << 32) | ((uint32_t)ql << 16 | (uint32_t)rl);
+            wcnt += __popc(bal);
+            if (wcnt > (uint32_t)WST_FLUSH) {
+                __syncwarp();
+                wst_flush(p, wbuf, wcnt, row0, q0);
+                __syncwarp();
+                wcnt = 0;
+            }
+        }
+    }
+    return wcnt;
+}
+
 /* The TMA scan's gate (GATE epilogue) for one tile: per query row of the thread, the
  * largest of its keys first (one compare against the boundary; in most tiles nothing
  * passes and that is all), then, only if it passes, each key. Measured on the H200 (v10):
@@ -878,6 +913,19 @@ __device__ __forceinline__ void tma_epilogue(const ScanParams &p, const float *a
             /* STG: a group none of the warp's lanes passes skips its eight sites (at large k
                most rows pass somewhere in a warp, fewer groups do) */
             if (STG && !__any_sync(~0u, valid && gm[gi] >= thr)) continue;
+            if (STG) {
+                WstGroup k;
+#pragma unroll
+                for (int s = 0; s < 8; s++) {
+                    const int n = 4 * gi + s / 2, j = s % 2;
+                    /* + 0: see scan_wgmma_kernel (keys identical to the mma.sync loop) */
+                    const float dot = acc[n * 4 + h * 2 + j] + 0.0f;
+                    k.key[s] = EUCLID ? 2.0f * dot - rn[ro + n * 8 + 2 * tq + j] : dot;
+                }
+                wcnt = wst_group(p, k, valid, thr, ql, ro + 32 * gi + 2 * tq, wbuf, wcnt, row0,
+                                 q0);
+                continue;
+            }
 #pragma unroll
             for (int n = 4 * gi; n < 4 * gi + 4; n++)
 #pragma unroll
