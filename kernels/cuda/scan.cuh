@@ -876,7 +876,6 @@ __device__ __forceinline__ void tma_epilogue(const ScanParams &p, const float *a
                                              const float *thr_h, const float *rn, uint32_t row0,
                                              uint32_t q0, int qo, int ro, int wq, int g, int tq,
                                              uint64_t *wbuf, uint32_t &wcnt) {
-    const uint32_t lane = threadIdx.x % 32;
 #pragma unroll
     for (int h = 0; h < 2; h++) {
         const int ql = qo + wq * 16 + g + 8 * h;
@@ -913,7 +912,7 @@ __device__ __forceinline__ void tma_epilogue(const ScanParams &p, const float *a
             /* STG: a group none of the warp's lanes passes skips its eight sites (at large k
                most rows pass somewhere in a warp, fewer groups do) */
             if (STG && !__any_sync(~0u, valid && gm[gi] >= thr)) continue;
-            if (STG) {
+            if constexpr (STG) {
                 WstGroup k;
 #pragma unroll
                 for (int s = 0; s < 8; s++) {
@@ -924,37 +923,19 @@ __device__ __forceinline__ void tma_epilogue(const ScanParams &p, const float *a
                 }
                 wcnt = wst_group(p, k, valid, thr, ql, ro + 32 * gi + 2 * tq, wbuf, wcnt, row0,
                                  q0);
-                continue;
-            }
+            } else {
 #pragma unroll
-            for (int n = 4 * gi; n < 4 * gi + 4; n++)
+                for (int n = 4 * gi; n < 4 * gi + 4; n++)
 #pragma unroll
-                for (int j = 0; j < 2; j++) {
-                    const int rl = ro + n * 8 + 2 * tq + j;
-                    /* + 0: see scan_wgmma_kernel (keys identical to the mma.sync loop) */
-                    const float dot = acc[n * 4 + h * 2 + j] + 0.0f;
-                    const float key = EUCLID ? 2.0f * dot - rn[rl] : dot;
-                    if (STG) {
-                        const bool pass = valid && key >= thr;
-                        const uint32_t bal = __ballot_sync(~0u, pass);
-                        if (bal) {
-                            if (pass)
-                                wbuf[wcnt + __popc(bal & ((1u << lane) - 1u))] =
-                                    ((uint64_t)__float_as_uint(key) << 32) |
-                                    ((uint32_t)ql << 16 | (uint32_t)rl);
-                            wcnt += __popc(bal);
-                            if (wcnt > (uint32_t)WST_FLUSH) {
-                                __syncwarp();
-                                wst_flush(p, wbuf, wcnt, row0, q0);
-                                __syncwarp();
-                                wcnt = 0;
-                            }
-                        }
-                    } else {
+                    for (int j = 0; j < 2; j++) {
+                        const int rl = ro + n * 8 + 2 * tq + j;
+                        /* + 0: see scan_wgmma_kernel (keys identical to the mma.sync loop) */
+                        const float dot = acc[n * 4 + h * 2 + j] + 0.0f;
+                        const float key = EUCLID ? 2.0f * dot - rn[rl] : dot;
                         if (!(key >= thr)) continue;
                         admit_row(p, row0 + rl, q0 + ql, key);
                     }
-                }
+            }
         }
     }
 }
