@@ -636,7 +636,7 @@ static int run_knn(int argc, char **argv) {
                                 "\"k\":%u,\"fused_ms\":%s,\"materialized_ms\":%s,"
                                 "\"floor_ms\":%s,\"exact\":\"%s\",\"admitted_per_query\":%.1f,"
                                 "\"sample_ms\":%.4f,\"scan_ms\":%.4f,\"select_ms\":%.4f,\"download_ms\":%.4f,"
-                                "\"paths\":[%llu,%llu,%llu,%llu,%llu]}\n",
+                                "\"paths\":[%llu,%llu,%llu,%llu,%llu],\"select_segmented\":%llu}\n",
                                 info.name, (unsigned long long)n, o.dim, sieve_dtype_name(dt),
                                 sieve_metric_name(o.metric), data_label,
                                 o.pinned_results ? "pinned" : "pageable", o.sample_rows, B, k,
@@ -645,7 +645,8 @@ static int run_knn(int argc, char **argv) {
                                 st.ms_sample, st.ms_scan, st.ms_select, st.ms_download,
                                 (unsigned long long)st.path_count[0], (unsigned long long)st.path_count[1],
                                 (unsigned long long)st.path_count[2], (unsigned long long)st.path_count[3],
-                                (unsigned long long)st.path_count[4]);
+                                (unsigned long long)st.path_count[4],
+                                (unsigned long long)st.select_segmented);
                     free(t);
                     sieve_device_free(dev, scratch);
                     res_free(dev, o.pinned_results, rows);

@@ -68,6 +68,9 @@ def main():
               f"{tag}: every query sampled and certified", r["paths"], f"{r['batch']} certified")
         check(r["admitted_per_query"] >= r["k"], f"{tag}: at least k admissions per query",
               r["admitted_per_query"], f">= {r['k']}")
+        # the CPU selects without the GPU's segmented sort
+        check(r.get("select_segmented") == 0, f"{tag}: select_segmented in the JSON line, 0 on the CPU",
+              r.get("select_segmented"), 0)
 
     # the default sample (max(16384, 8k) rows) covers more than half of 30,000 rows: direct
     js2 = os.path.join(tmp, "default.json")
