@@ -2,7 +2,9 @@
 # A/B timing of two builds in one lease, run on the GPU machine from the repository root:
 # the bundle in .deps/gpu.tar.xz (new) against .deps/gpu-base.tar.xz (base; make it by copying
 # an earlier bundle before running bench/gpu/bundle.sh again; carry both). For each round and
-# each entry of $AB_CASES ("label:variant:sieve-bench args", variant "-" for the default),
+# each entry of $AB_CASES ("label:variant:sieve-bench args", variant "-" for the default, a
+# scan variant name for SIEVE_CUDA_SCAN, or NAME=value for any other setting of the new
+# build, e.g. SIEVE_CUDA_SELECT=segmented),
 # runs sieve-bench knn of the base build (default variant) and of the new build, alternating,
 # so both see the same clocks and power cap. Prints fused and sample/scan/select times; the
 # JSON lines go to $OUT/ab_base.json and $OUT/ab_new.json.
@@ -22,7 +24,9 @@ for r in $(seq 1 "${AB_ROUNDS:-2}"); do
     for side in gpu-base gpu; do
       name=$([ "$side" = gpu ] && echo new || echo base)
       env=()
-      [ "$side" = gpu ] && [ "$variant" != "-" ] && env=(SIEVE_CUDA_SCAN="$variant")
+      if [ "$side" = gpu ] && [ "$variant" != "-" ]; then
+        case "$variant" in *=*) env=("$variant") ;; *) env=(SIEVE_CUDA_SCAN="$variant") ;; esac
+      fi
       line=$(env "${env[@]}" LD_LIBRARY_PATH="$PWD/.deps/$side/lib" \
         ".deps/$side/build/bench/sieve-bench" knn $args --repeat 10 --no-materialized \
         --json "$OUT/ab_$name.json" 2>&1 | grep -E '^[0-9]' | tail -1) || status=1
