@@ -459,15 +459,17 @@ __global__ void extract_kernel(const uint64_t *sorted, size_t ld, const uint32_t
  * ties by the smaller row) with the same padding and counts as extract_kernel. The sort key
  * drops the bits every kept candidate shares: (hi - hi_min) << rb | row, where hi is the
  * candidate's upper word (~ord(key)) and rb the bits of the largest row (23 at 5M rows), so
- * the radix passes cover the kept keys' range and the row bits instead of 64 bits. Rows
- * are unique within a query, so the order is a full sort's. A query keeping more than T * IMAX candidates is left to the segmented
- * select: over[q] = 1 and *n_over counts it. Shared memory: select_block_smem(T, most). */
-template <int T, int I, int RB>
-using SelSort = cub::BlockRadixSort<uint64_t, T, I, cub::NullType, RB>;
+ * the radix passes cover the kept keys' range and the row bits instead of 64 bits (cub's
+ * default 4-bit digits; 5 bits measured slower). Rows are unique within a query, so the
+ * order is a full sort's. A query keeping more than T * IMAX candidates is left to the
+ * segmented select: over[q] = 1 and *n_over counts it. Shared memory:
+ * select_block_smem<T, IMAX>(most). */
+template <int T, int I>
+using SelSort = cub::BlockRadixSort<uint64_t, T, I>;
 
-template <int T, int I, int RB>
+template <int T, int I>
 constexpr size_t sel_sort_bytes() {
-    return sizeof(typename SelSort<T, I, RB>::TempStorage);
+    return sizeof(typename SelSort<T, I>::TempStorage);
 }
 
 struct SelOut {
@@ -479,7 +481,7 @@ struct SelOut {
     int metric;
 };
 
-template <int T, int I, int RB>
+template <int T, int I>
 __device__ void sel_sort_write(unsigned char *smem, uint32_t q, uint32_t m, uint32_t hmin,
                                uint32_t rb, int end_bit, const SelOut &o) {
     const uint64_t *stage = reinterpret_cast<const uint64_t *>(smem);
@@ -495,7 +497,7 @@ __device__ void sel_sort_write(unsigned char *smem, uint32_t q, uint32_t m, uint
         }
     }
     __syncthreads(); /* the sort reuses the staging memory */
-    SelSort<T, I, RB>(*reinterpret_cast<typename SelSort<T, I, RB>::TempStorage *>(smem))
+    SelSort<T, I>(*reinterpret_cast<typename SelSort<T, I>::TempStorage *>(smem))
         .SortBlockedToStriped(key, 0, end_bit);
     const uint64_t rmask = (1ull << rb) - 1;
     const float nan = __int_as_float(0x7fc00000);
@@ -524,7 +526,7 @@ __device__ void sel_sort_write(unsigned char *smem, uint32_t q, uint32_t m, uint
     }
 }
 
-template <int T, int IMAX, int RB>
+template <int T, int IMAX>
 __global__ void __launch_bounds__(T, 1)
 select_block_kernel(const uint64_t *cand, uint32_t cap, const uint32_t *cnt,
                     const unsigned char *use, const uint32_t *hist, const float *edges,
@@ -600,13 +602,13 @@ select_block_kernel(const uint64_t *cand, uint32_t cap, const uint32_t *cnt,
         return;
     }
     if (t == 0) o.counts[q] = m < o.k ? m : o.k;
-    if (m <= (uint32_t)T) return sel_sort_write<T, 1, RB>(sel_smem, q, m, h0, rb, end_bit, o);
-    if (IMAX >= 2 && m <= 2u * T) return sel_sort_write<T, 2, RB>(sel_smem, q, m, h0, rb, end_bit, o);
+    if (m <= (uint32_t)T) return sel_sort_write<T, 1>(sel_smem, q, m, h0, rb, end_bit, o);
+    if (IMAX >= 2 && m <= 2u * T) return sel_sort_write<T, 2>(sel_smem, q, m, h0, rb, end_bit, o);
     if constexpr (IMAX >= 4)
-        if (m <= 4u * T) return sel_sort_write<T, 4, RB>(sel_smem, q, m, h0, rb, end_bit, o);
+        if (m <= 4u * T) return sel_sort_write<T, 4>(sel_smem, q, m, h0, rb, end_bit, o);
     if constexpr (IMAX >= 8)
-        if (m <= 8u * T) return sel_sort_write<T, 8, RB>(sel_smem, q, m, h0, rb, end_bit, o);
-    if constexpr (IMAX >= 12) return sel_sort_write<T, 12, RB>(sel_smem, q, m, h0, rb, end_bit, o);
+        if (m <= 8u * T) return sel_sort_write<T, 8>(sel_smem, q, m, h0, rb, end_bit, o);
+    if constexpr (IMAX >= 12) return sel_sort_write<T, 12>(sel_smem, q, m, h0, rb, end_bit, o);
     static_assert(IMAX <= 12, "sort sizes 1, 2, 4, 8, 12");
 }
 
@@ -1343,12 +1345,11 @@ int download_results(Search &S, int64_t *out_rows, float *out_scores, uint32_t *
  * k = 8192: select less download 0.17 -> 0.09-0.12 ms; B = 1024 k = 8192: 0.84 -> 0.56-0.61),
  * but slower than the segmented sort's warp sorts when more than 128 queries hold at most
  * 1024 candidates each (B = 1024 k = 128: 0.24-0.25 against 0.20-0.23 ms), so those keep
- * the segmented select. Radix digits of 5 bits were slower than cub's default 4.
+ * the segmented select.
  * SIEVE_CUDA_SELECT=segmented or =block forces one or the other (benchmarks and tests). */
 constexpr uint32_t SEL_SMALL_T = 256, SEL_SMALL_I = 4, SEL_T = 1024, SEL_I = 12;
 constexpr uint32_t SEL_STAGE = 24576;       /* 192 KiB of shared memory */
 constexpr uint32_t SEL_SMALL_MAX_QUERIES = 128;
-constexpr int SEL_RADIX_BITS = 4;
 
 bool select_by_block(uint32_t nq, uint32_t most, uint32_t k) {
     const char *e = getenv("SIEVE_CUDA_SELECT");
@@ -1360,22 +1361,22 @@ bool select_by_block(uint32_t nq, uint32_t most, uint32_t k) {
 
 /* Bytes of shared memory for a block of T threads whose queries hold at most `most`
  * candidates: the staging array, or the largest sort it may run. */
-template <int T, int IMAX, int RB>
+template <int T, int IMAX>
 size_t select_block_smem(uint32_t most) {
     const uint32_t items = (most + T - 1) / T;
-    size_t sort = items <= 1 || IMAX < 2    ? sel_sort_bytes<T, 1, RB>()
-                  : items <= 2 || IMAX < 4  ? sel_sort_bytes<T, 2, RB>()
-                  : items <= 4 || IMAX < 8  ? sel_sort_bytes<T, 4, RB>()
-                  : items <= 8 || IMAX < 12 ? sel_sort_bytes<T, 8, RB>()
-                                            : sel_sort_bytes<T, 12, RB>();
+    size_t sort = items <= 1 || IMAX < 2    ? sel_sort_bytes<T, 1>()
+                  : items <= 2 || IMAX < 4  ? sel_sort_bytes<T, 2>()
+                  : items <= 4 || IMAX < 8  ? sel_sort_bytes<T, 4>()
+                  : items <= 8 || IMAX < 12 ? sel_sort_bytes<T, 8>()
+                                            : sel_sort_bytes<T, 12>();
     size_t stage = (size_t)most * 8;
     return sort > stage ? sort : stage;
 }
 
-template <int T, int IMAX, int RB>
+template <int T, int IMAX>
 int launch_select_block(Search &S, const unsigned char *used, uint32_t most, int metric) {
-    const size_t smem = select_block_smem<T, IMAX, RB>(most);
-    auto kern = select_block_kernel<T, IMAX, RB>;
+    const size_t smem = select_block_smem<T, IMAX>(most);
+    auto kern = select_block_kernel<T, IMAX>;
     SIEVE_CUDA_TRY(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                         (int)smem));
     SelOut o = {S.at<float>(S.L.qn2), S.at<int64_t>(S.L.outrows), S.at<float>(S.L.outscores),
@@ -1392,17 +1393,16 @@ int select_segmented(Search &S, const unsigned char *used, int metric);
 
 /* most: the most candidates a used query holds (<= SEL_STAGE); *handed: the queries left to
  * the segmented sort (more kept candidates than a block sorts) */
-template <int RB = SEL_RADIX_BITS>
 int select_block(Search &S, const unsigned char *used, uint32_t most, int metric,
                  uint32_t *handed) {
     *handed = 0;
     if (most <= SEL_SMALL_T * SEL_SMALL_I)
-        return launch_select_block<SEL_SMALL_T, SEL_SMALL_I, RB>(S, used, most, metric);
-    if (most <= SEL_T * SEL_I) return launch_select_block<SEL_T, SEL_I, RB>(S, used, most, metric);
+        return launch_select_block<SEL_SMALL_T, SEL_SMALL_I>(S, used, most, metric);
+    if (most <= SEL_T * SEL_I) return launch_select_block<SEL_T, SEL_I>(S, used, most, metric);
     /* some query may keep more than a block sorts: those go to the segmented select */
     uint32_t *n_over = S.at<uint32_t>(S.L.misc + 16);
     SIEVE_CUDA_TRY(cudaMemsetAsync(n_over, 0, 4, S.s));
-    int rc = launch_select_block<SEL_T, SEL_I, RB>(S, used, most, metric);
+    int rc = launch_select_block<SEL_T, SEL_I>(S, used, most, metric);
     if (rc) return rc;
     uint32_t h = 0;
     SIEVE_CUDA_TRY(cudaMemcpyAsync(&h, n_over, 4, cudaMemcpyDeviceToHost, S.s));
