@@ -637,15 +637,32 @@ int launch_mma(cudaStream_t s, const ScanParams &p, uint32_t L, bool vec) {
     return 0;
 }
 
-template <int BN, int TN, int MODE>
+template <int BM, int BN, int TN, int MODE>
 int launch_f32(cudaStream_t s, const ScanParams &p, uint32_t L, bool vec) {
     ScanParams q = p;
     q.nqt = (p.nq + BN - 1) / BN;
-    uint64_t blocks = (uint64_t)((L + 127) / 128) * q.nqt;
+    uint64_t blocks = (uint64_t)((L + BM - 1) / BM) * q.nqt;
     if (blocks == 0) return 0;
     if (blocks > 0x7fffffffull) return SIEVE_EINVAL;
-    if (vec) scan_f32_kernel<128, BN, TN, MODE, true><<<(unsigned)blocks, 256, 0, s>>>(q);
-    else scan_f32_kernel<128, BN, TN, MODE, false><<<(unsigned)blocks, 256, 0, s>>>(q);
+    if (vec) scan_f32_kernel<BM, BN, TN, MODE, true><<<(unsigned)blocks, 256, 0, s>>>(q);
+    else scan_f32_kernel<BM, BN, TN, MODE, false><<<(unsigned)blocks, 256, 0, s>>>(q);
+    SIEVE_CUDA_LAUNCH_CHECK();
+    return 0;
+}
+
+/* The float32 loop for up to 16 queries (scan_f32v_kernel), NQ queries a thread. */
+template <int NQ, int MODE>
+int launch_f32v(cudaStream_t s, const ScanParams &p, uint32_t L, bool vec) {
+    ScanParams q = p;
+    q.nqt = 1;
+    uint64_t blocks = (uint64_t)((L + F32V_BM - 1) / F32V_BM);
+    if (blocks == 0) return 0;
+    if (blocks > 0x7fffffffull) return SIEVE_EINVAL;
+    constexpr size_t smem = f32v_smem_bytes<NQ>();
+    auto kern = vec ? scan_f32v_kernel<NQ, MODE, true> : scan_f32v_kernel<NQ, MODE, false>;
+    SIEVE_CUDA_TRY(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                        (int)smem));
+    kern<<<(unsigned)blocks, F32V_BM, smem, s>>>(q);
     SIEVE_CUDA_LAUNCH_CHECK();
     return 0;
 }
@@ -830,11 +847,22 @@ int launch_scan(const sieve__cuda_ctx *c, cudaStream_t s, sieve_dtype dt, const 
                 uint32_t L) {
     if (dt == SIEVE_DTYPE_F32) {
         bool vec = p.dim % 4 == 0;
+        /* up to 16 queries: the row-per-thread loop (memory bound), unless SIEVE_CUDA_SCAN=
+           f32tile asks for the tiles (benchmarks, tests: both give the same keys) */
+        const char *e = getenv("SIEVE_CUDA_SCAN");
+        if (p.nq <= 16 && !(e && !strcmp(e, "f32tile"))) {
+            if (p.nq <= 1) return launch_f32v<1, MODE>(s, p, L, vec);
+            if (p.nq <= 2) return launch_f32v<2, MODE>(s, p, L, vec);
+            if (p.nq <= 4) return launch_f32v<4, MODE>(s, p, L, vec);
+            if (p.nq <= 8) return launch_f32v<8, MODE>(s, p, L, vec);
+            return launch_f32v<16, MODE>(s, p, L, vec);
+        }
         uint32_t bn = tile_queries(dt, p.nq);
-        if (bn == 8) return launch_f32<8, 2, MODE>(s, p, L, vec);
-        if (bn == 32) return launch_f32<32, 4, MODE>(s, p, L, vec);
-        if (bn == 64) return launch_f32<64, 4, MODE>(s, p, L, vec);
-        return launch_f32<128, 8, MODE>(s, p, L, vec);
+        if (bn == 8) return launch_f32<128, 8, 2, MODE>(s, p, L, vec);
+        if (bn == 32) return launch_f32<128, 32, 4, MODE>(s, p, L, vec);
+        /* 8 x 8 keys a thread: 64 FFMA per four float4 reads from shared memory */
+        if (bn == 64) return launch_f32<256, 64, 8, MODE>(s, p, L, vec);
+        return launch_f32<128, 128, 8, MODE>(s, p, L, vec);
     }
     bool vec = p.dim % 8 == 0;
     if (dt == SIEVE_DTYPE_F16) return launch_scan_t<MODE, __half>(c, s, p, L, vec);

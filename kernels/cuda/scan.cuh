@@ -1158,13 +1158,26 @@ scan_tma_kernel(const __grid_constant__ ScanParams p, const __grid_constant__ CU
 
 /* ------------------------------------------------------------------ exact float32 loop */
 
-/* CTA: BM rows x BN queries, 256 threads, each TM rows x TN queries (strided mapping),
- * sequential fmaf over k: the same per-element order in every configuration. */
+/* Index of a thread's i-th item along an axis of `extent` items split over threads of T
+ * items each: T / V vectors of V = min(T, 4) consecutive items, the vectors extent / (T / V)
+ * apart, so a warp's shared-memory vector reads span contiguous runs (float4 or float2). */
+template <int T, int EXTENT>
+__device__ __forceinline__ int f32_item(int t, int i) {
+    constexpr int V = T < 4 ? T : 4;
+    return (i / V) * (EXTENT / (T / V)) + t * V + i % V;
+}
+
+/* CTA: BM rows x BN queries, 256 threads, each TM rows x TN queries (f32_item mapping, read
+ * from shared memory as float4 / float2: with scalar reads the shared-memory pipe, not the
+ * FMA pipe, bounded the loop), sequential fmaf over k: the same per-element order in every
+ * configuration. */
 template <int BM, int BN, int TN, int MODE, bool VEC>
-__global__ void __launch_bounds__(256) scan_f32_kernel(const __grid_constant__ ScanParams p) {
+__global__ void __launch_bounds__(256, 2) scan_f32_kernel(const __grid_constant__ ScanParams p) {
     constexpr int NT = 256, KC = 16;
     constexpr int TX = BN / TN, TY = NT / TX, TM = BM / TY;
+    constexpr int VM = TM < 4 ? TM : 4, VN = TN < 4 ? TN : 4;
     static_assert(TX * TY == NT && TM * TY == BM, "bad f32 tile");
+    static_assert((VM == 2 || VM == 4) && (VN == 2 || VN == 4), "f32 tile vectors");
     __shared__ __align__(16) float As[2][KC][BM + 4];
     __shared__ __align__(16) float Bs[2][KC][BN + 4];
     __shared__ const float *rowptr[BM];
@@ -1256,9 +1269,27 @@ __global__ void __launch_bounds__(256) scan_f32_kernel(const __grid_constant__ S
         for (int kk = 0; kk < KC; kk++) {
             float a[TM], b[TN];
 #pragma unroll
-            for (int i = 0; i < TM; i++) a[i] = As[st][kk][ty + i * TY];
+            for (int i = 0; i < TM; i += VM) {
+                const float *s = &As[st][kk][f32_item<TM, BM>(ty, i)];
+                if constexpr (VM == 4) {
+                    const float4 v = *(const float4 *)s;
+                    a[i] = v.x, a[i + 1] = v.y, a[i + 2] = v.z, a[i + 3] = v.w;
+                } else {
+                    const float2 v = *(const float2 *)s;
+                    a[i] = v.x, a[i + 1] = v.y;
+                }
+            }
 #pragma unroll
-            for (int j = 0; j < TN; j++) b[j] = Bs[st][kk][tx + j * TX];
+            for (int j = 0; j < TN; j += VN) {
+                const float *s = &Bs[st][kk][f32_item<TN, BN>(tx, j)];
+                if constexpr (VN == 4) {
+                    const float4 v = *(const float4 *)s;
+                    b[j] = v.x, b[j + 1] = v.y, b[j + 2] = v.z, b[j + 3] = v.w;
+                } else {
+                    const float2 v = *(const float2 *)s;
+                    b[j] = v.x, b[j + 1] = v.y;
+                }
+            }
 #pragma unroll
             for (int i = 0; i < TM; i++)
 #pragma unroll
@@ -1272,11 +1303,118 @@ __global__ void __launch_bounds__(256) scan_f32_kernel(const __grid_constant__ S
     for (int i = 0; i < TM; i++)
 #pragma unroll
         for (int j = 0; j < TN; j++) {
-            int rl = ty + i * TY, ql = tx + j * TX;
+            const int rl = f32_item<TM, BM>(ty, i), ql = f32_item<TN, BN>(tx, j);
             if (!rowptr[rl] || q0 + ql >= p.nq) continue;
             emit<MODE>(p, row0 + rl, rowid[rl], q0 + ql, acc[i][j], rnorm[rl], elig[rl],
                        MODE == MODE_GATE ? thr_s[ql] : 0.f);
         }
+}
+
+/* The float32 loop for batches of up to 16 queries, where the scan reads the rows at memory
+ * speed and the products cost little: one row per thread, its keys for NQ queries (NQ = 1,
+ * 2, 4, 8 or 16, at least the batch), each a sequential fmaf over k in the order of
+ * scan_f32_kernel (so its keys are bit-identical). Rows and queries stream through F32V_ST
+ * stages of F32V_KC columns in shared memory by cp.async (16-byte copies when VEC, 4-byte
+ * ones otherwise; columns past dim and rows past the end read as zeros), two stages in flight
+ * while the third is multiplied. Row r of a stage sits at r * (F32V_KC + 4) floats, so each
+ * quarter-warp's float4 reads hit distinct banks. Dynamic shared memory: f32v_smem_bytes. */
+constexpr int F32V_BM = 128, F32V_KC = 32, F32V_ST = 3, F32V_LD = F32V_KC + 4;
+template <int NQ>
+constexpr size_t f32v_smem_bytes() {
+    return (size_t)F32V_ST * (F32V_BM * F32V_LD + NQ * F32V_KC) * sizeof(float);
+}
+
+__device__ inline void cp_async4(void *smem, const void *gmem, int src_bytes) {
+    unsigned s = (unsigned)__cvta_generic_to_shared(smem);
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(s), "l"(gmem),
+                 "r"(src_bytes));
+}
+
+template <int NQ, int MODE, bool VEC>
+__global__ void __launch_bounds__(F32V_BM) scan_f32v_kernel(const __grid_constant__ ScanParams p) {
+    constexpr int BM = F32V_BM, KC = F32V_KC, ST = F32V_ST, LD = F32V_LD;
+    extern __shared__ __align__(16) float f32v_smem[];
+    float *Rs = f32v_smem;                  /* [ST][BM][LD] */
+    float *Qs = f32v_smem + ST * BM * LD;   /* [ST][NQ][KC] */
+    __shared__ const float *rowptr[BM];
+    __shared__ uint32_t rowid[BM];
+    __shared__ unsigned char elig[BM];
+    __shared__ float rnorm[BM];
+    __shared__ float thr_s[NQ];
+
+    const uint32_t row0 = blockIdx.x * BM; /* one query tile: p.nqt == 1 */
+    const float *qbase = (const float *)p.q;
+    const int tid = threadIdx.x;
+    load_rows<float, BM, MODE>(p, row0, rowptr, rowid, elig, rnorm);
+    if (MODE == MODE_GATE && tid < NQ)
+        thr_s[tid] = (uint32_t)tid < p.nq ? float_of_ord(__ldcg(p.thr + slot_of(p, tid))) : 0.f;
+    __syncthreads();
+    const int KT = p.dpad / KC;
+
+    auto issue = [&](int kt) {
+        const int k0 = kt * KC, st = kt % ST;
+        float *rs = Rs + st * BM * LD;
+        if (VEC) {
+#pragma unroll
+            for (int v = 0; v < BM * KC / 4 / BM; v++) {
+                const int i = tid + v * BM, r = i / (KC / 4), c = (i % (KC / 4)) * 4;
+                const float *src = rowptr[r];
+                const bool in = src && k0 + c < (int)p.dim;
+                cp_async16(rs + r * LD + c, in ? src + k0 + c : qbase, in ? 16 : 0);
+            }
+        } else {
+#pragma unroll 8
+            for (int v = 0; v < KC; v++) {
+                const int i = tid + v * BM, r = i / KC, c = i % KC;
+                const float *src = rowptr[r];
+                const bool in = src && k0 + c < (int)p.dim;
+                cp_async4(rs + r * LD + c, in ? src + k0 + c : qbase, in ? 4 : 0);
+            }
+        }
+        /* the query buffer is padded to the tile (rows past nq are zeros) and to dpad */
+        if (tid < NQ * KC / 4) {
+            const int j = tid / (KC / 4), c = (tid % (KC / 4)) * 4;
+            cp_async16(Qs + (st * NQ + j) * KC + c, qbase + (size_t)j * p.dpad + k0 + c, 16);
+        }
+    };
+
+    float acc[NQ];
+#pragma unroll
+    for (int j = 0; j < NQ; j++) acc[j] = 0.f;
+#pragma unroll
+    for (int s = 0; s < ST - 1; s++) {
+        if (s < KT) issue(s);
+        cp_async_commit();
+    }
+    for (int kt = 0; kt < KT; kt++) {
+        cp_async_wait<ST - 2>(); /* stage kt landed (this thread's copies) */
+        __syncthreads();         /* everyone's copies, and stage kt - 1 is free */
+        if (kt + ST - 1 < KT) issue(kt + ST - 1);
+        cp_async_commit();
+        const int st = kt % ST;
+        const float *a = Rs + (st * BM + tid) * LD;
+        const float *qs = Qs + st * NQ * KC;
+#pragma unroll
+        for (int kk = 0; kk < KC; kk += 4) {
+            const float4 x = *(const float4 *)(a + kk);
+#pragma unroll
+            for (int j = 0; j < NQ; j++) {
+                const float4 y = *(const float4 *)(qs + j * KC + kk);
+                acc[j] = fmaf(x.x, y.x, acc[j]);
+                acc[j] = fmaf(x.y, y.y, acc[j]);
+                acc[j] = fmaf(x.z, y.z, acc[j]);
+                acc[j] = fmaf(x.w, y.w, acc[j]);
+            }
+        }
+    }
+    cp_async_wait<0>();
+    if (!rowptr[tid]) return;
+#pragma unroll
+    for (int j = 0; j < NQ; j++) {
+        if ((uint32_t)j >= p.nq) break;
+        emit<MODE>(p, row0 + tid, rowid[tid], (uint32_t)j, acc[j], rnorm[tid], elig[tid],
+                   MODE == MODE_GATE ? thr_s[j] : 0.f);
+    }
 }
 
 } // namespace sieve_cuda

@@ -388,7 +388,7 @@ Test(knn_cuda, scan_variants_give_identical_keys, .timeout = 900) {
     sieve_device *gpu = NULL, *cpu = NULL;
     cr_assert_eq(sieve_device_open("cuda:0", &gpu), 0);
     cr_assert_eq(sieve_device_open("cpu", &cpu), 0);
-    const uint64_t n = 20011;
+    const uint64_t n = 40009; /* > 2 x 16384 sample rows: the fused path, not the direct one */
     const uint32_t dim = 768, B = 130, k = 50;
     sieve_dtype dts[] = {SIEVE_DTYPE_F16, SIEVE_DTYPE_BF16};
     for (int d = 0; d < 2; d++) {
@@ -436,6 +436,53 @@ Test(knn_cuda, scan_variants_give_identical_keys, .timeout = 900) {
             cr_assert_eq(memcmp(&one[i], &ref[i], 4), 0, "batch of one: key %u %.9g vs %.9g", i,
                          one[i], ref[i]);
         free(one);
+        free(ref);
+        free(q);
+        sieve_dev_matrix_destroy(dm);
+    }
+    cr_assert_eq(unsetenv("SIEVE_CUDA_SCAN"), 0);
+    sieve_device_close(gpu);
+    sieve_device_close(cpu);
+}
+
+/* float32 storage has two loops: a row per thread for batches of up to 16 queries
+ * (scan_f32v_kernel, NQ = 1, 2, 4, 8 or 16 queries a thread) and the tiles for larger batches
+ * (forced with SIEVE_CUDA_SCAN=f32tile). Both are sequential fmaf chains over k, so a query's
+ * keys must be bit-identical whichever loop, batch and tile ran: batches of 1 ... 8 against
+ * the first queries of a 130-query batch (two 128-query tiles), and a 64-query batch (the
+ * 64-query tile), for 16-byte rows (dim 768,
+ * 100) and rows the 4-byte copies read (dim 13), row counts not a multiple of any tile. */
+Test(knn_cuda, float32_keys_do_not_depend_on_the_loop, .timeout = 600) {
+    SKIP_WITHOUT_GPU();
+    sieve_device *gpu = NULL, *cpu = NULL;
+    cr_assert_eq(sieve_device_open("cuda:0", &gpu), 0);
+    cr_assert_eq(sieve_device_open("cpu", &cpu), 0);
+    const uint64_t n = 40009; /* > 2 x 16384 sample rows: the fused path, not the direct one */
+    const uint32_t dims[] = {768, 100, 13}, B = 130, k = 50;
+    for (int d = 0; d < 3; d++) {
+        const uint32_t dim = dims[d];
+        sieve_dev_matrix *dm = NULL;
+        cr_assert_eq(sieve_dev_matrix_create(gpu, SIEVE_DTYPE_F32, n, dim, 256, &dm), 0);
+        cr_assert_eq(sieve_device_fill_rows(gpu, sieve_dev_matrix_rows(dm), SIEVE_DTYPE_F32, n,
+                                            dim, SIEVE_PATTERN_NORMAL, 9), 0);
+        cr_assert_eq(sieve_dev_matrix_update_norms(dm), 0);
+        float *q = malloc((size_t)B * dim * 4);
+        cr_assert_not_null(q);
+        sieve_device_fill_normal(cpu, q, SIEVE_DTYPE_F32, (size_t)B * dim, 13, 1.0f);
+        const sieve_matrix *m = sieve_dev_matrix_view(dm);
+        float *ref = scores_with("f32tile", m, q, B, k, gpu);
+        const uint32_t bs[] = {1, 2, 3, 5, 8, 13, 16, 64};
+        for (int bi = 0; bi < 8; bi++) {
+            const char *const loops[] = {"", "f32tile"};
+            for (int l = 0; l < 2; l++) {
+                float *sc = scores_with(loops[l], m, q, bs[bi], k, gpu);
+                for (size_t i = 0; i < (size_t)bs[bi] * k; i++)
+                    cr_assert_eq(memcmp(&sc[i], &ref[i], 4), 0,
+                                 "dim %u, batch of %u (%s): key %zu %.9g vs %.9g in 130", dim,
+                                 bs[bi], l ? "tiles" : "row per thread", i, sc[i], ref[i]);
+                free(sc);
+            }
+        }
         free(ref);
         free(q);
         sieve_dev_matrix_destroy(dm);
