@@ -448,10 +448,10 @@ Test(knn_cuda, scan_variants_give_identical_keys, .timeout = 900) {
 /* float32 storage has two loops: a row per thread for batches of up to 16 queries
  * (scan_f32v_kernel, NQ = 1, 2, 4, 8 or 16 queries a thread) and the tiles for larger batches
  * (forced with SIEVE_CUDA_SCAN=f32tile). Both are sequential fmaf chains over k, so a query's
- * keys must be bit-identical whichever loop, batch and tile ran: batches of 1 ... 8 against
- * the first queries of a 130-query batch (two 128-query tiles), and a 64-query batch (the
- * 64-query tile), for 16-byte rows (dim 768,
- * 100) and rows the 4-byte copies read (dim 13), row counts not a multiple of any tile. */
+ * keys must be bit-identical whichever loop, batch and tile ran: batches of 1, 2, 3, 5, 8,
+ * 13 and 16 (each loop) and 64 (the 256 x 64 tile) against the first queries of a 130-query
+ * batch (two 128-query tiles), for 16-byte rows (dim 768, 100) and rows the 4-byte copies
+ * read (dim 13), at a row count not a multiple of any tile. */
 Test(knn_cuda, float32_keys_do_not_depend_on_the_loop, .timeout = 600) {
     SKIP_WITHOUT_GPU();
     sieve_device *gpu = NULL, *cpu = NULL;
@@ -479,7 +479,7 @@ Test(knn_cuda, float32_keys_do_not_depend_on_the_loop, .timeout = 600) {
                 for (size_t i = 0; i < (size_t)bs[bi] * k; i++)
                     cr_assert_eq(memcmp(&sc[i], &ref[i], 4), 0,
                                  "dim %u, batch of %u (%s): key %zu %.9g vs %.9g in 130", dim,
-                                 bs[bi], l ? "tiles" : "row per thread", i, sc[i], ref[i]);
+                                 bs[bi], l ? "tiles forced" : "default loop", i, sc[i], ref[i]);
                 free(sc);
             }
         }
