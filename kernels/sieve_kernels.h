@@ -31,8 +31,9 @@
  * environment variable SIEVE_CUDA_SCAN (mma, wg64x128, wg128x128s3, wg64x128-direct,
  * wg128x128s3-direct, tma64x256, tma64x128, tma128x256, tma64x128s, tma64x256s, tma128x256s)
  * overrides the choice, for benchmarks and tests only (for float32 storage, f32tile runs the
- * tiles at batches of up to 16 queries, which otherwise read one row a thread; the keys are
- * the same either way); SIEVE_CUDA_SELECT (segmented, block)
+ * tiles at batches of up to 32 queries, which otherwise take a row-per-thread loop (up to 4)
+ * or a row-major cp.async loop (5-32); the keys are the same either way); SIEVE_CUDA_SELECT
+ * (segmented, block)
  * likewise forces how the select step sorts the candidates: one segmented sort, or a block
  * of threads per query in shared memory wherever the candidates fit.
  */

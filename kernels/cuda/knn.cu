@@ -650,7 +650,7 @@ int launch_f32(cudaStream_t s, const ScanParams &p, uint32_t L, bool vec) {
     return 0;
 }
 
-/* The float32 loop for up to 16 queries (scan_f32v_kernel), NQ queries a thread. */
+/* The float32 loop for up to 4 queries (scan_f32v_kernel), NQ queries a thread. */
 template <int NQ, int MODE>
 int launch_f32v(cudaStream_t s, const ScanParams &p, uint32_t L, bool vec) {
     ScanParams q = p;
@@ -663,6 +663,23 @@ int launch_f32v(cudaStream_t s, const ScanParams &p, uint32_t L, bool vec) {
     SIEVE_CUDA_TRY(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                         (int)smem));
     kern<<<(unsigned)blocks, F32V_BM, smem, s>>>(q);
+    SIEVE_CUDA_LAUNCH_CHECK();
+    return 0;
+}
+
+/* The row-major cp.async float32 loop for 5-32 queries (scan_f32r_kernel; dim % 4 == 0). */
+template <int NT, int TM, int TX, int TN, int MINB, int MODE>
+int launch_f32r(cudaStream_t s, const ScanParams &p, uint32_t L) {
+    using C = F32R<NT, TM, TX, TN>;
+    ScanParams q = p;
+    q.nqt = (p.nq + C::BN - 1) / C::BN;
+    uint64_t blocks = (uint64_t)((L + C::BM - 1) / C::BM) * q.nqt;
+    if (blocks == 0) return 0;
+    if (blocks > 0x7fffffffull) return SIEVE_EINVAL;
+    auto kern = scan_f32r_kernel<NT, TM, TX, TN, MINB, MODE>;
+    SIEVE_CUDA_TRY(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                        (int)C::bytes));
+    kern<<<(unsigned)blocks, NT, C::bytes, s>>>(q);
     SIEVE_CUDA_LAUNCH_CHECK();
     return 0;
 }
@@ -847,15 +864,24 @@ int launch_scan(const sieve__cuda_ctx *c, cudaStream_t s, sieve_dtype dt, const 
                 uint32_t L) {
     if (dt == SIEVE_DTYPE_F32) {
         bool vec = p.dim % 4 == 0;
-        /* up to 16 queries: the row-per-thread loop (memory bound), unless SIEVE_CUDA_SCAN=
-           f32tile asks for the tiles (benchmarks, tests: both give the same keys) */
+        /* SIEVE_CUDA_SCAN=f32tile asks for the tiles at every batch (benchmarks, tests: every
+           loop gives the same keys). Up to 4 queries: the row-per-thread loop; 5-32 (and dim
+           % 4 == 0): the row-major cp.async loop; otherwise the tiles. Measured on the H200
+           (5M x 768, k = 128, bench/RESULTS.md v21): B = 8 4.12-4.38 -> 3.79-3.83 ms, B = 16
+           5.5-6.2 -> 3.87-3.98, B = 32 9.1-9.2 -> 6.6-6.7; the row-major loop lost at B = 1-4
+           (4.1 vs 3.9), 64 (13.5 vs 12.6) and 128 (25.6 vs 23.8). */
         const char *e = getenv("SIEVE_CUDA_SCAN");
-        if (p.nq <= 16 && !(e && !strcmp(e, "f32tile"))) {
+        if (!(e && !strcmp(e, "f32tile"))) {
             if (p.nq <= 1) return launch_f32v<1, MODE>(s, p, L, vec);
             if (p.nq <= 2) return launch_f32v<2, MODE>(s, p, L, vec);
             if (p.nq <= 4) return launch_f32v<4, MODE>(s, p, L, vec);
-            if (p.nq <= 8) return launch_f32v<8, MODE>(s, p, L, vec);
-            return launch_f32v<16, MODE>(s, p, L, vec);
+            /* the materialized oracle keeps the tiles, so the fused path's check compares
+               two different loops */
+            if constexpr (MODE != MODE_MAT) {
+                if (vec && p.nq <= 8) return launch_f32r<128, 8, 4, 2, 3, MODE>(s, p, L);
+                if (vec && p.nq <= 16) return launch_f32r<128, 8, 4, 4, 3, MODE>(s, p, L);
+                if (vec && p.nq <= 32) return launch_f32r<128, 8, 4, 8, 2, MODE>(s, p, L);
+            }
         }
         uint32_t bn = tile_queries(dt, p.nq);
         if (bn == 8) return launch_f32<128, 8, 2, MODE>(s, p, L, vec);

@@ -1311,9 +1311,9 @@ __global__ void __launch_bounds__(256, 2) scan_f32_kernel(const __grid_constant_
         }
 }
 
-/* The float32 loop for batches of up to 16 queries, where the scan reads the rows at memory
+/* The float32 loop for batches of up to 4 queries, where the scan reads the rows at memory
  * speed and the products cost little: one row per thread, its keys for NQ queries (NQ = 1,
- * 2, 4, 8 or 16, at least the batch), each a sequential fmaf over k in the order of
+ * 2 or 4, at least the batch), each a sequential fmaf over k in the order of
  * scan_f32_kernel (so its keys are bit-identical). Rows and queries stream through F32V_ST
  * stages of F32V_KC columns in shared memory by cp.async (16-byte copies when VEC, 4-byte
  * ones otherwise; columns past dim and rows past the end read as zeros), two stages in flight
@@ -1415,6 +1415,135 @@ __global__ void __launch_bounds__(F32V_BM) scan_f32v_kernel(const __grid_constan
         if ((uint32_t)j >= p.nq) break;
         emit<MODE>(p, row0 + tid, rowid[tid], (uint32_t)j, acc[j], rnorm[tid], elig[tid],
                    MODE == MODE_GATE ? thr_s[j] : 0.f);
+    }
+}
+
+/* The float32 loop for 5-32 queries: rows and queries row-major in shared memory, copied
+ * by cp.async in stages of F32R_KC = 32 columns, two stages (one loading while the other is
+ * multiplied). NT threads, each TM rows x TN queries: TX query groups (tx = thread % TX),
+ * TY = NT / TX row groups; thread (tx, ty) owns rows ty + i * TY and queries tx + j * TX.
+ * Every 4 columns it reads one float4 of each of its rows and queries, then 4 * TM * TN fmaf
+ * (k in index order: the keys of scan_f32_kernel, bit for bit). Rows are 128 bytes with the
+ * 16-byte chunk c of row r at c ^ (r & 7), so a quarter-warp's float4 reads of eight rows
+ * hit distinct banks without padding. When the block's rows lie at one pointer plus
+ * i * dim (one page, or pages laid end to end), all present, with dim == dpad, every copy is
+ * a fixed offset from one pointer: without that, issuing the copies (a row-table read and
+ * range checks per copy) was a fifth of all instructions at 16 queries. Requires dim % 4 ==
+ * 0. Dynamic shared memory: F32R::bytes. */
+constexpr int F32R_KC = 32, F32R_ST = 2;
+template <int NT, int TM, int TX, int TN>
+struct F32R {
+    static constexpr int TY = NT / TX, BM = TM * TY, BN = TX * TN, LD = F32R_KC;
+    static constexpr int RSTEP = NT / (F32R_KC / 4); /* rows between a thread's copies */
+    static constexpr size_t bytes = (size_t)F32R_ST * (BM + BN) * LD * sizeof(float);
+    static_assert(NT % TX == 0 && NT % 32 == 0 && TY % 8 == 0, "f32r threads");
+    static_assert(RSTEP % 8 == 0 && BM % RSTEP == 0, "f32r copies");
+};
+
+template <int NT, int TM, int TX, int TN, int MINB, int MODE>
+__global__ void __launch_bounds__(NT, MINB) scan_f32r_kernel(const __grid_constant__ ScanParams p) {
+    using C = F32R<NT, TM, TX, TN>;
+    constexpr int BM = C::BM, BN = C::BN, LD = C::LD, TY = C::TY, KC = F32R_KC, ST = F32R_ST;
+    constexpr int RSTEP = C::RSTEP;
+    /* float offset of column c (a multiple of 4 plus 0-3) in row r of a stage */
+    auto col = [](int r, int c) { return (((c >> 2) ^ (r & 7)) << 2) | (c & 3); };
+    extern __shared__ __align__(16) float f32r_smem[];
+    float *Rs = f32r_smem;                /* [ST][BM][LD] */
+    float *Qs = f32r_smem + ST * BM * LD; /* [ST][BN][LD] */
+    __shared__ const float *rowptr[BM];
+    __shared__ uint32_t rowid[BM];
+    __shared__ unsigned char elig[BM];
+    __shared__ float rnorm[BM];
+    __shared__ float thr_s[BN];
+
+    const uint32_t row0 = (blockIdx.x / p.nqt) * BM;
+    const uint32_t q0 = (blockIdx.x % p.nqt) * BN;
+    const float *qbase = (const float *)p.q + (size_t)q0 * p.dpad;
+    const int tid = threadIdx.x, tx = tid % TX, ty = tid / TX;
+    load_rows<float, BM, MODE>(p, row0, rowptr, rowid, elig, rnorm);
+    if (MODE == MODE_GATE)
+        for (int i = tid; i < BN; i += NT)
+            thr_s[i] = q0 + i < p.nq ? float_of_ord(__ldcg(p.thr + slot_of(p, q0 + i))) : 0.f;
+    __syncthreads();
+    const int KT = p.dpad / KC;
+    bool line = p.dim == p.dpad && rowptr[0] != nullptr;
+    for (int i = tid; i < BM && line; i += NT) line = rowptr[i] == rowptr[0] + (size_t)i * p.dim;
+    line = __syncthreads_and(line);
+    /* this thread copies 16-byte chunk c0 / 4 of rows r0 + v * RSTEP */
+    const int r0 = tid / (KC / 4), c0 = (tid % (KC / 4)) * 4;
+    const float *src0 = line ? rowptr[0] + (size_t)r0 * p.dim + c0 : nullptr;
+    const size_t vstride = (size_t)RSTEP * p.dim;
+
+    auto issue = [&](int kt) {
+        const int k0 = kt * KC, st = kt % ST;
+        float *rs = Rs + st * BM * LD + r0 * LD + col(r0, c0);
+        if (line) {
+#pragma unroll
+            for (int v = 0; v < BM / RSTEP; v++)
+                cp_async16(rs + v * RSTEP * LD, src0 + v * vstride + k0, 16);
+        } else {
+#pragma unroll
+            for (int v = 0; v < BM / RSTEP; v++) {
+                const float *src = rowptr[r0 + v * RSTEP];
+                const bool in = src && k0 + c0 < (int)p.dim;
+                cp_async16(rs + v * RSTEP * LD, in ? src + k0 + c0 : qbase, in ? 16 : 0);
+            }
+        }
+        /* the query buffer is padded to 128 queries and to dpad (zeros) */
+#pragma unroll
+        for (int v = 0; v < (BN * KC / 4 + NT - 1) / NT; v++) {
+            const int j = r0 + v * RSTEP;
+            if (j < BN)
+                cp_async16(Qs + (st * BN + j) * LD + col(j, c0),
+                           qbase + (size_t)j * p.dpad + k0 + c0, 16);
+        }
+    };
+
+    float acc[TM][TN];
+#pragma unroll
+    for (int i = 0; i < TM; i++)
+#pragma unroll
+        for (int j = 0; j < TN; j++) acc[i][j] = 0.f;
+    issue(0);
+    cp_async_commit();
+    for (int kt = 0; kt < KT; kt++) {
+        cp_async_wait<0>(); /* stage kt landed (this thread's copies) */
+        __syncthreads();    /* everyone's copies, and stage kt - 1 is free */
+        if (kt + 1 < KT) issue(kt + 1);
+        cp_async_commit();
+        const int st = kt % ST;
+        const float *rs = Rs + (st * BM + ty) * LD;
+        const float *qs = Qs + (st * BN + tx) * LD;
+#pragma unroll
+        for (int kk = 0; kk < KC; kk += 4) {
+            float4 x[TM];
+#pragma unroll
+            for (int i = 0; i < TM; i++) x[i] = *(const float4 *)(rs + i * TY * LD + col(ty, kk));
+#pragma unroll
+            for (int j = 0; j < TN; j++) {
+                const float4 y = *(const float4 *)(qs + j * TX * LD + col(tx + j * TX, kk));
+#pragma unroll
+                for (int i = 0; i < TM; i++) {
+                    acc[i][j] = fmaf(x[i].x, y.x, acc[i][j]);
+                    acc[i][j] = fmaf(x[i].y, y.y, acc[i][j]);
+                    acc[i][j] = fmaf(x[i].z, y.z, acc[i][j]);
+                    acc[i][j] = fmaf(x[i].w, y.w, acc[i][j]);
+                }
+            }
+        }
+    }
+    cp_async_wait<0>();
+#pragma unroll
+    for (int i = 0; i < TM; i++) {
+        const int rl = ty + i * TY;
+        if (!rowptr[rl]) continue;
+#pragma unroll
+        for (int j = 0; j < TN; j++) {
+            const int ql = tx + j * TX;
+            if (q0 + ql >= p.nq) continue;
+            emit<MODE>(p, row0 + rl, rowid[rl], q0 + ql, acc[i][j], rnorm[rl], elig[rl],
+                       MODE == MODE_GATE ? thr_s[ql] : 0.f);
+        }
     }
 }
 

@@ -445,13 +445,16 @@ Test(knn_cuda, scan_variants_give_identical_keys, .timeout = 900) {
     sieve_device_close(cpu);
 }
 
-/* float32 storage has two loops: a row per thread for batches of up to 16 queries
- * (scan_f32v_kernel, NQ = 1, 2, 4, 8 or 16 queries a thread) and the tiles for larger batches
- * (forced with SIEVE_CUDA_SCAN=f32tile). Both are sequential fmaf chains over k, so a query's
- * keys must be bit-identical whichever loop, batch and tile ran: batches of 1, 2, 3, 5, 8,
- * 13 and 16 (each loop) and 64 (the 256 x 64 tile) against the first queries of a 130-query
- * batch (two 128-query tiles), for 16-byte rows (dim 768, 100) and rows the 4-byte copies
- * read (dim 13), at a row count not a multiple of any tile. */
+/* float32 storage has three loops: a row per thread for batches of up to 4 queries
+ * (scan_f32v_kernel, NQ = 1, 2 or 4 queries a thread), the row-major cp.async loop for 5-32
+ * queries when dim % 4 == 0 (scan_f32r_kernel: 8 rows x 2, 4 or 8 queries a thread) and the
+ * tiles otherwise (forced at every batch with SIEVE_CUDA_SCAN=f32tile). All are sequential
+ * fmaf chains over k, so a query's keys must be bit-identical whichever loop, batch and tile
+ * ran: batches of 1, 2, 3, 4, 5, 8, 13, 16, 20 and 32 (each with its default loop and with the
+ * tiles) and 64 (the 256 x 64 tile) against the first queries of a 130-query batch (two
+ * 128-query tiles), for dim 768 (the row-major loop's one-pointer copies in full blocks,
+ * per-row copies in the last), dim 100 (columns padded to 128: per-row copies) and dim 13
+ * (4-byte copies; tiles above 4 queries), at a row count not a multiple of any tile. */
 Test(knn_cuda, float32_keys_do_not_depend_on_the_loop, .timeout = 600) {
     SKIP_WITHOUT_GPU();
     sieve_device *gpu = NULL, *cpu = NULL;
@@ -471,8 +474,9 @@ Test(knn_cuda, float32_keys_do_not_depend_on_the_loop, .timeout = 600) {
         sieve_device_fill_normal(cpu, q, SIEVE_DTYPE_F32, (size_t)B * dim, 13, 1.0f);
         const sieve_matrix *m = sieve_dev_matrix_view(dm);
         float *ref = scores_with("f32tile", m, q, B, k, gpu);
-        const uint32_t bs[] = {1, 2, 3, 5, 8, 13, 16, 64};
-        for (int bi = 0; bi < 8; bi++) {
+        /* every loop: row per thread (1-4), row-major cp.async (5-32), tiles (above) */
+        const uint32_t bs[] = {1, 2, 3, 4, 5, 8, 13, 16, 20, 32, 64};
+        for (int bi = 0; bi < 11; bi++) {
             const char *const loops[] = {"", "f32tile"};
             for (int l = 0; l < 2; l++) {
                 float *sc = scores_with(loops[l], m, q, bs[bi], k, gpu);
