@@ -56,7 +56,7 @@ for stage in "$@"; do
     sanitize)
       for tool in memcheck racecheck; do
         compute-sanitizer --tool $tool --error-exitcode 3 "$B/bench/sieve-bench" knn --n 70000 --dim 96 \
-          --batch 1,40,70 --k 1,100 --repeat 1 --warmup 0 --mat-repeat 1 --dtype float16,float32 \
+          --batch 1,13,40,70 --k 1,100 --repeat 1 --warmup 0 --mat-repeat 1 --dtype float16,float32 \
           --metric Euclid --rows-per-page 256 > "$OUT/sanitize_$tool.log" 2>&1
         rc=$?; echo "compute-sanitizer $tool: exit $rc"; tail -2 "$OUT/sanitize_$tool.log"
         [ $rc -eq 0 ] || status=1
@@ -89,17 +89,17 @@ for stage in "$@"; do
     stalls)
       NCU=$(command -v ncu || ls /usr/local/cuda*/bin/ncu 2>/dev/null | head -1)
       [ -n "$NCU" ] || { echo "ncu: none"; status=1; continue; }
-      # STALL_K (default 128) and SIEVE_CUDA_SCAN (default: the launcher's choice) pick the
-      # kernel; reports are named stalls_B<batch>[_k<k>]
+      # STALL_K (default 128), STALL_DTYPE (default float16) and SIEVE_CUDA_SCAN (default: the
+      # launcher's choice) pick the kernel; reports are named stalls_B<batch>[_k<k>][_<dtype>]
       for b in ${STALL_BATCHES:-1 64}; do
-        kk=${STALL_K:-128}; n=stalls_B$b; [ "$kk" = 128 ] || n=${n}_k$kk
+        kk=${STALL_K:-128}; dt=${STALL_DTYPE:-float16}; n=stalls_B$b; [ "$kk" = 128 ] || n=${n}_k$kk
+        [ "$dt" = float16 ] || n=${n}_$dt
         # launches alternate sample / gate scans: the sixth is the third call's gate scan
-        timeout 300 "$NCU" --set full --import-source yes --kernel-name regex:"scan_(wgmma|tma)" \
+        timeout 300 "$NCU" --set full --import-source yes --kernel-name regex:"scan_(wgmma|tma|f32)" \
           --launch-skip 5 --launch-count 1 --clock-control none -f -o "$OUT/$n" \
-          "$B/bench/sieve-bench" knn --n 5m --batch "$b" --k "$kk" --repeat 3 --warmup 1 \
+          "$B/bench/sieve-bench" knn --n 5m --dtype "$dt" --batch "$b" --k "$kk" --repeat 3 --warmup 1 \
           --no-materialized > "$OUT/${n}_run.log" 2>&1 || status=1
-        "$NCU" -i "$OUT/$n.ncu-rep" --page details --section WarpStateStats \
-          --section SourceCounters > "$OUT/$n.txt" 2>&1 || status=1
+        "$NCU" -i "$OUT/$n.ncu-rep" --page details > "$OUT/$n.txt" 2>&1 || status=1
         "$NCU" -i "$OUT/$n.ncu-rep" --page source --csv --print-source sass \
           > "$OUT/${n}_sass.csv" 2>&1 || echo "per-line export failed (see the file)"
         echo "--- B=$b k=$kk"; grep -iE "Stall|Warp Cycles|Duration|scan_" "$OUT/$n.txt" | head -20
