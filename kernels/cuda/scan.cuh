@@ -191,6 +191,32 @@ __device__ inline void load_rows(const ScanParams &p, uint32_t row0, const T **r
     }
 }
 
+/* A CTA's row table (load_rows) and the gate's float boundary of each of its BN queries,
+ * declared __shared__ by the scans that emit keys per element: load fills it (the caller
+ * syncs before reading), emit_key hands logical row rl's key for query q0 + ql to emit. */
+template <typename T, int BM, int BN>
+struct CtaRows {
+    const T *ptr[BM];
+    uint32_t id[BM];
+    unsigned char elig[BM];
+    float norm[BM];
+    float thr[BN];
+
+    template <int MODE>
+    __device__ void load(const ScanParams &p, uint32_t row0, uint32_t q0) {
+        load_rows<T, BM, MODE>(p, row0, ptr, id, elig, norm);
+        if (MODE == MODE_GATE)
+            for (int i = threadIdx.x; i < BN; i += blockDim.x)
+                thr[i] = q0 + i < p.nq ? float_of_ord(__ldcg(p.thr + slot_of(p, q0 + i))) : 0.f;
+    }
+    template <int MODE>
+    __device__ void emit_key(const ScanParams &p, uint32_t row0, uint32_t q0, int rl, int ql,
+                             float dot) const {
+        emit<MODE>(p, row0 + rl, id[rl], q0 + ql, dot, norm[rl], elig[rl],
+                   MODE == MODE_GATE ? thr[ql] : 0.f);
+    }
+};
+
 __device__ inline void cp_async16(void *smem, const void *gmem, int src_bytes) {
     unsigned s = (unsigned)__cvta_generic_to_shared(smem);
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem),
@@ -250,19 +276,12 @@ scan_mma_kernel(ScanParams p) {
     extern __shared__ __align__(16) unsigned char smem_raw[];
     T *As = (T *)smem_raw;
     T *Bs = As + (size_t)STAGES * BM * LDS;
-    __shared__ const T *rowptr[BM];
-    __shared__ uint32_t rowid[BM];
-    __shared__ unsigned char elig[BM];
-    __shared__ float rnorm[BM];
-    __shared__ float thr_s[BN];
+    __shared__ CtaRows<T, BM, BN> cr;
 
     const uint32_t row0 = (blockIdx.x / p.nqt) * BM;
     const uint32_t q0 = (blockIdx.x % p.nqt) * BN;
     const T *qbase = (const T *)p.q + (size_t)q0 * p.dpad;
-    load_rows<T, BM, MODE>(p, row0, rowptr, rowid, elig, rnorm);
-    if (MODE == MODE_GATE)
-        for (int i = threadIdx.x; i < BN; i += NT)
-            thr_s[i] = q0 + i < p.nq ? float_of_ord(__ldcg(p.thr + slot_of(p, q0 + i))) : 0.f;
+    cr.template load<MODE>(p, row0, q0);
     __syncthreads();
 
     const int KT = p.dpad / KC;
@@ -273,14 +292,14 @@ scan_mma_kernel(ScanParams p) {
         if (VEC) {
             for (int i = threadIdx.x; i < BM * (KC / 8); i += NT) {
                 int r = i / (KC / 8), c = (i % (KC / 8)) * 8;
-                const T *src = rowptr[r];
+                const T *src = cr.ptr[r];
                 bool ok = src && (k0 + c < (int)p.dim);
                 cp_async16(as + r * LDS + c, ok ? (const void *)(src + k0 + c) : p.q, ok ? 16 : 0);
             }
         } else {
             for (int i = threadIdx.x; i < BM * KC; i += NT) {
                 int r = i / KC, c = i % KC;
-                const T *src = rowptr[r];
+                const T *src = cr.ptr[r];
                 T v = (src && k0 + c < (int)p.dim) ? src[k0 + c] : T(0.f);
                 as[r * LDS + c] = v;
             }
@@ -348,9 +367,8 @@ scan_mma_kernel(ScanParams p) {
             for (int e = 0; e < 4; e++) {
                 int rl = wm0 + mt * 16 + g + (e / 2) * 8;
                 int ql = wn0 + nt * 8 + 2 * t + (e % 2);
-                if (!rowptr[rl] || q0 + ql >= p.nq) continue;
-                emit<MODE>(p, row0 + rl, rowid[rl], q0 + ql, acc[mt][nt][e], rnorm[rl], elig[rl],
-                           MODE == MODE_GATE ? thr_s[ql] : 0.f);
+                if (!cr.ptr[rl] || q0 + ql >= p.nq) continue;
+                cr.template emit_key<MODE>(p, row0, q0, rl, ql, acc[mt][nt][e]);
             }
 }
 
@@ -1181,19 +1199,12 @@ __global__ void __launch_bounds__(256, 2) scan_f32_kernel(const __grid_constant_
     static_assert((VM == 2 || VM == 4) && (VN == 2 || VN == 4), "f32 tile vectors");
     __shared__ __align__(16) float As[2][KC][BM + 4];
     __shared__ __align__(16) float Bs[2][KC][BN + 4];
-    __shared__ const float *rowptr[BM];
-    __shared__ uint32_t rowid[BM];
-    __shared__ unsigned char elig[BM];
-    __shared__ float rnorm[BM];
-    __shared__ float thr_s[BN];
+    __shared__ CtaRows<float, BM, BN> cr;
 
     const uint32_t row0 = (blockIdx.x / p.nqt) * BM;
     const uint32_t q0 = (blockIdx.x % p.nqt) * BN;
     const float *qbase = (const float *)p.q + (size_t)q0 * p.dpad;
-    load_rows<float, BM, MODE>(p, row0, rowptr, rowid, elig, rnorm);
-    if (MODE == MODE_GATE)
-        for (int i = threadIdx.x; i < BN; i += NT)
-            thr_s[i] = q0 + i < p.nq ? float_of_ord(__ldcg(p.thr + slot_of(p, q0 + i))) : 0.f;
+    cr.template load<MODE>(p, row0, q0);
     __syncthreads();
 
     const int tx = threadIdx.x % TX, ty = threadIdx.x / TX;
@@ -1208,7 +1219,7 @@ __global__ void __launch_bounds__(256, 2) scan_f32_kernel(const __grid_constant_
         for (int v = 0; v < AV; v++) {
             int i = threadIdx.x + v * NT;
             int r = i / (KC / 4), c = (i % (KC / 4)) * 4;
-            const float *src = rowptr[r];
+            const float *src = cr.ptr[r];
             float4 x = make_float4(0.f, 0.f, 0.f, 0.f);
             if (src) {
                 if (VEC) {
@@ -1305,9 +1316,8 @@ __global__ void __launch_bounds__(256, 2) scan_f32_kernel(const __grid_constant_
 #pragma unroll
         for (int j = 0; j < TN; j++) {
             const int rl = f32_item<TM, BM>(ty, i), ql = f32_item<TN, BN>(tx, j);
-            if (!rowptr[rl] || q0 + ql >= p.nq) continue;
-            emit<MODE>(p, row0 + rl, rowid[rl], q0 + ql, acc[i][j], rnorm[rl], elig[rl],
-                       MODE == MODE_GATE ? thr_s[ql] : 0.f);
+            if (!cr.ptr[rl] || q0 + ql >= p.nq) continue;
+            cr.template emit_key<MODE>(p, row0, q0, rl, ql, acc[i][j]);
         }
 }
 
@@ -1337,18 +1347,12 @@ __global__ void __launch_bounds__(F32V_BM) scan_f32v_kernel(const __grid_constan
     extern __shared__ __align__(16) float f32v_smem[];
     float *Rs = f32v_smem;                  /* [ST][BM][LD] */
     float *Qs = f32v_smem + ST * BM * LD;   /* [ST][NQ][KC] */
-    __shared__ const float *rowptr[BM];
-    __shared__ uint32_t rowid[BM];
-    __shared__ unsigned char elig[BM];
-    __shared__ float rnorm[BM];
-    __shared__ float thr_s[NQ];
+    __shared__ CtaRows<float, BM, NQ> cr;
 
     const uint32_t row0 = blockIdx.x * BM; /* one query tile: p.nqt == 1 */
     const float *qbase = (const float *)p.q;
     const int tid = threadIdx.x;
-    load_rows<float, BM, MODE>(p, row0, rowptr, rowid, elig, rnorm);
-    if (MODE == MODE_GATE && tid < NQ)
-        thr_s[tid] = (uint32_t)tid < p.nq ? float_of_ord(__ldcg(p.thr + slot_of(p, tid))) : 0.f;
+    cr.template load<MODE>(p, row0, 0);
     __syncthreads();
     const int KT = p.dpad / KC;
 
@@ -1359,7 +1363,7 @@ __global__ void __launch_bounds__(F32V_BM) scan_f32v_kernel(const __grid_constan
 #pragma unroll
             for (int v = 0; v < BM * KC / 4 / BM; v++) {
                 const int i = tid + v * BM, r = i / (KC / 4), c = (i % (KC / 4)) * 4;
-                const float *src = rowptr[r];
+                const float *src = cr.ptr[r];
                 const bool in = src && k0 + c < (int)p.dim;
                 cp_async16(rs + r * LD + c, in ? src + k0 + c : qbase, in ? 16 : 0);
             }
@@ -1367,7 +1371,7 @@ __global__ void __launch_bounds__(F32V_BM) scan_f32v_kernel(const __grid_constan
 #pragma unroll 8
             for (int v = 0; v < KC; v++) {
                 const int i = tid + v * BM, r = i / KC, c = i % KC;
-                const float *src = rowptr[r];
+                const float *src = cr.ptr[r];
                 const bool in = src && k0 + c < (int)p.dim;
                 cp_async4(rs + r * LD + c, in ? src + k0 + c : qbase, in ? 4 : 0);
             }
@@ -1409,12 +1413,11 @@ __global__ void __launch_bounds__(F32V_BM) scan_f32v_kernel(const __grid_constan
         }
     }
     cp_async_wait<0>();
-    if (!rowptr[tid]) return;
+    if (!cr.ptr[tid]) return;
 #pragma unroll
     for (int j = 0; j < NQ; j++) {
         if ((uint32_t)j >= p.nq) break;
-        emit<MODE>(p, row0 + tid, rowid[tid], (uint32_t)j, acc[j], rnorm[tid], elig[tid],
-                   MODE == MODE_GATE ? thr_s[j] : 0.f);
+        cr.template emit_key<MODE>(p, row0, 0, tid, j, acc[j]);
     }
 }
 
@@ -1450,28 +1453,21 @@ __global__ void __launch_bounds__(NT, MINB) scan_f32r_kernel(const __grid_consta
     extern __shared__ __align__(16) float f32r_smem[];
     float *Rs = f32r_smem;                /* [ST][BM][LD] */
     float *Qs = f32r_smem + ST * BM * LD; /* [ST][BN][LD] */
-    __shared__ const float *rowptr[BM];
-    __shared__ uint32_t rowid[BM];
-    __shared__ unsigned char elig[BM];
-    __shared__ float rnorm[BM];
-    __shared__ float thr_s[BN];
+    __shared__ CtaRows<float, BM, BN> cr;
 
     const uint32_t row0 = (blockIdx.x / p.nqt) * BM;
     const uint32_t q0 = (blockIdx.x % p.nqt) * BN;
     const float *qbase = (const float *)p.q + (size_t)q0 * p.dpad;
     const int tid = threadIdx.x, tx = tid % TX, ty = tid / TX;
-    load_rows<float, BM, MODE>(p, row0, rowptr, rowid, elig, rnorm);
-    if (MODE == MODE_GATE)
-        for (int i = tid; i < BN; i += NT)
-            thr_s[i] = q0 + i < p.nq ? float_of_ord(__ldcg(p.thr + slot_of(p, q0 + i))) : 0.f;
+    cr.template load<MODE>(p, row0, q0);
     __syncthreads();
     const int KT = p.dpad / KC;
-    bool line = p.dim == p.dpad && rowptr[0] != nullptr;
-    for (int i = tid; i < BM && line; i += NT) line = rowptr[i] == rowptr[0] + (size_t)i * p.dim;
+    bool line = p.dim == p.dpad && cr.ptr[0] != nullptr;
+    for (int i = tid; i < BM && line; i += NT) line = cr.ptr[i] == cr.ptr[0] + (size_t)i * p.dim;
     line = __syncthreads_and(line);
     /* this thread copies 16-byte chunk c0 / 4 of rows r0 + v * RSTEP */
     const int r0 = tid / (KC / 4), c0 = (tid % (KC / 4)) * 4;
-    const float *src0 = line ? rowptr[0] + (size_t)r0 * p.dim + c0 : nullptr;
+    const float *src0 = line ? cr.ptr[0] + (size_t)r0 * p.dim + c0 : nullptr;
     const size_t vstride = (size_t)RSTEP * p.dim;
 
     auto issue = [&](int kt) {
@@ -1484,7 +1480,7 @@ __global__ void __launch_bounds__(NT, MINB) scan_f32r_kernel(const __grid_consta
         } else {
 #pragma unroll
             for (int v = 0; v < BM / RSTEP; v++) {
-                const float *src = rowptr[r0 + v * RSTEP];
+                const float *src = cr.ptr[r0 + v * RSTEP];
                 const bool in = src && k0 + c0 < (int)p.dim;
                 cp_async16(rs + v * RSTEP * LD, in ? src + k0 + c0 : qbase, in ? 16 : 0);
             }
@@ -1536,13 +1532,12 @@ __global__ void __launch_bounds__(NT, MINB) scan_f32r_kernel(const __grid_consta
 #pragma unroll
     for (int i = 0; i < TM; i++) {
         const int rl = ty + i * TY;
-        if (!rowptr[rl]) continue;
+        if (!cr.ptr[rl]) continue;
 #pragma unroll
         for (int j = 0; j < TN; j++) {
             const int ql = tx + j * TX;
             if (q0 + ql >= p.nq) continue;
-            emit<MODE>(p, row0 + rl, rowid[rl], q0 + ql, acc[i][j], rnorm[rl], elig[rl],
-                       MODE == MODE_GATE ? thr_s[ql] : 0.f);
+            cr.template emit_key<MODE>(p, row0, q0, rl, ql, acc[i][j]);
         }
     }
 }
