@@ -1265,11 +1265,7 @@ __global__ void __launch_bounds__(256, 2) scan_f32_kernel(const __grid_constant_
         }
     };
 
-    float acc[TM][TN];
-#pragma unroll
-    for (int i = 0; i < TM; i++)
-#pragma unroll
-        for (int j = 0; j < TN; j++) acc[i][j] = 0.f;
+    float acc[TM][TN] = {};
 
     gload(0);
     sstore(0);
@@ -1383,9 +1379,7 @@ __global__ void __launch_bounds__(F32V_BM) scan_f32v_kernel(const __grid_constan
         }
     };
 
-    float acc[NQ];
-#pragma unroll
-    for (int j = 0; j < NQ; j++) acc[j] = 0.f;
+    float acc[NQ] = {};
 #pragma unroll
     for (int s = 0; s < ST - 1; s++) {
         if (s < KT) issue(s);
@@ -1495,11 +1489,7 @@ __global__ void __launch_bounds__(NT, MINB) scan_f32r_kernel(const __grid_consta
         }
     };
 
-    float acc[TM][TN];
-#pragma unroll
-    for (int i = 0; i < TM; i++)
-#pragma unroll
-        for (int j = 0; j < TN; j++) acc[i][j] = 0.f;
+    float acc[TM][TN] = {};
     issue(0);
     cp_async_commit();
     for (int kt = 0; kt < KT; kt++) {
