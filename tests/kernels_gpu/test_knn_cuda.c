@@ -37,10 +37,16 @@ static const char *case_str(const gcase *c, char *buf, size_t n) {
     return buf;
 }
 
-static float *queries_for(sieve_device *host, const gcase *c, uint64_t seed) {
-    float *q = malloc((size_t)c->B * c->dim * sizeof *q);
+/* B x dim normal float32 queries (seed), filled on the host device; the caller frees. */
+static float *normal_queries(sieve_device *cpu, uint32_t B, uint32_t dim, uint64_t seed) {
+    float *q = malloc((size_t)B * dim * 4);
     cr_assert_not_null(q);
-    sieve_device_fill_normal(host, q, SIEVE_DTYPE_F32, (size_t)c->B * c->dim, seed, 1.0f);
+    sieve_device_fill_normal(cpu, q, SIEVE_DTYPE_F32, (size_t)B * dim, seed, 1.0f);
+    return q;
+}
+
+static float *queries_for(sieve_device *host, const gcase *c, uint64_t seed) {
+    float *q = normal_queries(host, c->B, c->dim, seed);
     if (c->pattern == SIEVE_PATTERN_SORTED_ASC || c->pattern == SIEVE_PATTERN_SORTED_DESC)
         for (uint32_t i = 0; i < c->B; i++) {
             for (uint32_t j = 1; j < c->dim; j++) q[(size_t)i * c->dim + j] *= 0.01f;
@@ -363,6 +369,17 @@ Test(knn_cuda, every_scan_variant_against_reference, .timeout = 1800) {
     cr_assert_eq(unsetenv("SIEVE_CUDA_SCAN"), 0);
 }
 
+/* A device matrix of n normal rows (seed) of `dt`, rpp rows a page, norms current. */
+static sieve_dev_matrix *normal_matrix(sieve_device *gpu, sieve_dtype dt, uint64_t n, uint32_t dim,
+                                       uint32_t rpp, uint64_t seed) {
+    sieve_dev_matrix *dm = NULL;
+    cr_assert_eq(sieve_dev_matrix_create(gpu, dt, n, dim, rpp, &dm), 0);
+    cr_assert_eq(sieve_device_fill_rows(gpu, sieve_dev_matrix_rows(dm), dt, n, dim,
+                                        SIEVE_PATTERN_NORMAL, seed), 0);
+    cr_assert_eq(sieve_dev_matrix_update_norms(dm), 0);
+    return dm;
+}
+
 /* Runs one fused search with the given variant; returns the scores (caller frees). */
 static float *scores_with(const char *variant, const sieve_matrix *m, const float *q, uint32_t B,
                           uint32_t k, sieve_device *gpu) {
@@ -392,14 +409,8 @@ Test(knn_cuda, scan_variants_give_identical_keys, .timeout = 900) {
     const uint32_t dim = 768, B = 130, k = 50;
     sieve_dtype dts[] = {SIEVE_DTYPE_F16, SIEVE_DTYPE_BF16};
     for (int d = 0; d < 2; d++) {
-        sieve_dev_matrix *dm = NULL;
-        cr_assert_eq(sieve_dev_matrix_create(gpu, dts[d], n, dim, 256, &dm), 0);
-        cr_assert_eq(sieve_device_fill_rows(gpu, sieve_dev_matrix_rows(dm), dts[d], n, dim,
-                                            SIEVE_PATTERN_NORMAL, 3), 0);
-        cr_assert_eq(sieve_dev_matrix_update_norms(dm), 0);
-        float *q = malloc((size_t)B * dim * 4);
-        cr_assert_not_null(q);
-        sieve_device_fill_normal(cpu, q, SIEVE_DTYPE_F32, (size_t)B * dim, 5, 1.0f);
+        sieve_dev_matrix *dm = normal_matrix(gpu, dts[d], n, dim, 256, 3);
+        float *q = normal_queries(cpu, B, dim, 5);
         const sieve_matrix *m = sieve_dev_matrix_view(dm);
         float *ref = scores_with("mma", m, q, B, k, gpu);
         for (size_t v = 1; v < sizeof VARIANTS / sizeof *VARIANTS; v++) {
@@ -464,14 +475,8 @@ Test(knn_cuda, float32_keys_do_not_depend_on_the_loop, .timeout = 600) {
     const uint32_t dims[] = {768, 100, 13}, B = 130, k = 50;
     for (int d = 0; d < 3; d++) {
         const uint32_t dim = dims[d];
-        sieve_dev_matrix *dm = NULL;
-        cr_assert_eq(sieve_dev_matrix_create(gpu, SIEVE_DTYPE_F32, n, dim, 256, &dm), 0);
-        cr_assert_eq(sieve_device_fill_rows(gpu, sieve_dev_matrix_rows(dm), SIEVE_DTYPE_F32, n,
-                                            dim, SIEVE_PATTERN_NORMAL, 9), 0);
-        cr_assert_eq(sieve_dev_matrix_update_norms(dm), 0);
-        float *q = malloc((size_t)B * dim * 4);
-        cr_assert_not_null(q);
-        sieve_device_fill_normal(cpu, q, SIEVE_DTYPE_F32, (size_t)B * dim, 13, 1.0f);
+        sieve_dev_matrix *dm = normal_matrix(gpu, SIEVE_DTYPE_F32, n, dim, 256, 9);
+        float *q = normal_queries(cpu, B, dim, 13);
         const sieve_matrix *m = sieve_dev_matrix_view(dm);
         float *ref = scores_with("f32tile", m, q, B, k, gpu);
         /* every loop: row per thread (1-4), row-major cp.async (5-32), tiles (above) */
@@ -508,11 +513,7 @@ Test(knn_cuda, pinned_results_match_pageable, .timeout = 600) {
     cr_assert_eq(sieve_device_open("cpu", &cpu), 0);
     const uint64_t n = 100003;
     const uint32_t dim = 256;
-    sieve_dev_matrix *dm = NULL;
-    cr_assert_eq(sieve_dev_matrix_create(gpu, SIEVE_DTYPE_F16, n, dim, 1024, &dm), 0);
-    cr_assert_eq(sieve_device_fill_rows(gpu, sieve_dev_matrix_rows(dm), SIEVE_DTYPE_F16, n, dim,
-                                        SIEVE_PATTERN_NORMAL, 9), 0);
-    cr_assert_eq(sieve_dev_matrix_update_norms(dm), 0);
+    sieve_dev_matrix *dm = normal_matrix(gpu, SIEVE_DTYPE_F16, n, dim, 1024, 9);
     /* shapes: 60 results (one copy), 1.6M results (19 MB, chunked), and k above the
        eligible rows of a 1500-row prefix (about 1030; padding) */
     const struct { uint32_t B, k; uint64_t rows; int masks; } sh[] = {
@@ -526,9 +527,7 @@ Test(knn_cuda, pinned_results_match_pageable, .timeout = 600) {
         }
         cr_assert_eq(sieve_dev_matrix_set_masks(dm, del, allow), 0);
         const sieve_matrix *m = sieve_dev_matrix_view(dm);
-        float *q = malloc((size_t)B * dim * 4);
-        cr_assert_not_null(q);
-        sieve_device_fill_normal(cpu, q, SIEVE_DTYPE_F32, (size_t)B * dim, 21 + si, 1.0f);
+        float *q = normal_queries(cpu, B, dim, 21 + si);
         sieve_search_params p;
         sieve_search_params_init(&p, SIEVE_METRIC_DOT, k);
         size_t nr = (size_t)B * k;
