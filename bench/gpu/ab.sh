@@ -8,7 +8,9 @@
 # runs sieve-bench knn of the base build (default variant) and of the new build, alternating,
 # so both see the same clocks and power cap. Prints fused and sample/scan/select times; the
 # JSON lines go to $OUT/ab_base.json and $OUT/ab_new.json.
-# usage: [AB_ROUNDS=2] [AB_CASES=...] bench/gpu/ab.sh
+# Each run is cut after $AB_TIMEOUT seconds (default 120), so a build that hangs costs minutes,
+# not the device call.
+# usage: [AB_ROUNDS=2] [AB_CASES=...] [AB_TIMEOUT=120] bench/gpu/ab.sh
 case "${1:-}" in -h | --help) sed -n '2,/^[^#]/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;; esac
 set -uo pipefail
 OUT="${OUT:-$PWD/out}"
@@ -27,7 +29,7 @@ for r in $(seq 1 "${AB_ROUNDS:-2}"); do
       if [ "$side" = gpu ] && [ "$variant" != "-" ]; then
         case "$variant" in *=*) env=("$variant") ;; *) env=(SIEVE_CUDA_SCAN="$variant") ;; esac
       fi
-      line=$(env "${env[@]}" LD_LIBRARY_PATH="$PWD/.deps/$side/lib" \
+      line=$(env "${env[@]}" LD_LIBRARY_PATH="$PWD/.deps/$side/lib" timeout "${AB_TIMEOUT:-120}" \
         ".deps/$side/build/bench/sieve-bench" knn $args --repeat 10 --no-materialized \
         --json "$OUT/ab_$name.json" 2>&1 | grep -E '^[0-9]' | tail -1) || status=1
       printf '%-12s %-5s %-12s %s\n' "$label" "$name" "${variant}" "$(echo "$line" | awk '{print $3, $4, $5, $NF}')"

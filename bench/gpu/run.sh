@@ -7,8 +7,10 @@
 #   server    the server black-box suite with the server on the GPU
 #   sanitize  compute-sanitizer memcheck and racecheck on small shapes (B = 1, 40 and 70: the
 #             64-query TMA tile, the staged 64-query and 128-query tiles)
-#   bench     sieve-bench knn ($BENCH_ARGS)
+#   bench     sieve-bench knn ($BENCH_ARGS; cut after $BENCH_TIMEOUT s, default 400, so a hung
+#             kernel does not take the whole device call)
 #   variants  sieve-bench knn for each scan variant in $VARIANTS ($VARIANT_ARGS), timing only
+#             (each cut after $BENCH_TIMEOUT s)
 #   profile   Nsight Compute sections of one scan launch per $PROFILE_SHAPES entry (B:variant), and
 #             SM clock / power while the B=64 scan runs for a few seconds
 #   stalls    Nsight Compute full set with source counters of the fused scan at 5M, k=128, for
@@ -62,11 +64,12 @@ for stage in "$@"; do
         [ $rc -eq 0 ] || status=1
       done ;;
     bench)
-      "$B/bench/sieve-bench" knn $BENCH_ARGS --json "$OUT/knn.json" > "$OUT/bench.log" 2>&1 || status=1
+      timeout "${BENCH_TIMEOUT:-400}" "$B/bench/sieve-bench" knn $BENCH_ARGS --json "$OUT/knn.json" \
+        > "$OUT/bench.log" 2>&1 || status=1
       grep -vE "^#" "$OUT/bench.log" | cut -c1-150 ;;
     variants)
       for v in ${VARIANTS:-mma wg64x128 wg128x128s3 wg64x128-direct wg128x128s3-direct tma64x256 tma64x128 tma128x256 tma64x128s tma64x256s tma128x256s}; do
-        SIEVE_CUDA_SCAN=$v "$B/bench/sieve-bench" knn ${VARIANT_ARGS:---n 5m --batch 1,64,128,1024 --k 128 --repeat 10 --no-materialized} \
+        SIEVE_CUDA_SCAN=$v timeout "${BENCH_TIMEOUT:-400}" "$B/bench/sieve-bench" knn ${VARIANT_ARGS:---n 5m --batch 1,64,128,1024 --k 128 --repeat 10 --no-materialized} \
           --json "$OUT/variants.json" > "$OUT/variant_$v.log" 2>&1 || status=1
         echo "--- $v (B fused_ms sample/scan/select)"
         awk '/^[0-9]/{printf "%s %s %s %s | ", $2, $3, $5, $NF}' "$OUT/variant_$v.log"; echo
