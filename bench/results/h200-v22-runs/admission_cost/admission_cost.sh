@@ -1,15 +1,10 @@
 #!/usr/bin/env bash
-# call 6 (EXPERIMENT build, not for commit): what the large-k scan pays for. SIEVE_EXP:
+# device calls 6-8 (experiment build; XS, KS and BS pick the runs): what the large-k scan pays for. SIEVE_EXP:
 # 0 normal; 1 drain completes nothing (no candidate write, histogram atomic, tightening);
 # 2 = 1 and the reserve only counts (no row check, no bin-table loads); 3 staged epilogue
 # stops after the row maximum (no admissions: rescans follow); 4 group votes but no appends.
 # Durations of the gate-scan kernels (Nsight Compute, gpu__time_duration), launches 3-6.
-set -u
-OUT=${OUT:-$PWD/out}; mkdir -p "$OUT"
-bench/gpu/unpack.sh gpu || exit 1
-export LD_LIBRARY_PATH=$PWD/.deps/gpu/lib
-SB=.deps/gpu/build/bench/sieve-bench
-NCU=$(command -v ncu || ls /usr/local/cuda*/bin/ncu 2>/dev/null | head -1)
+. "$(dirname "$0")/../common.sh"
 for b in ${BS:-128 64 1024}; do
   for kk in ${KS:-128 8192}; do
     for x in ${XS:-0 1 2 3 4}; do

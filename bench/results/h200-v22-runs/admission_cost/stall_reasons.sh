@@ -1,11 +1,6 @@
 #!/usr/bin/env bash
-# call 7 (EXPERIMENT build): stall reasons of the B=1024 k=128 gate scan, normal vs SIEVE_EXP=3/4
-set -u
-OUT=${OUT:-$PWD/out}; mkdir -p "$OUT"
-bench/gpu/unpack.sh gpu || exit 1
-export LD_LIBRARY_PATH=$PWD/.deps/gpu/lib
-SB=.deps/gpu/build/bench/sieve-bench
-NCU=$(command -v ncu || ls /usr/local/cuda*/bin/ncu 2>/dev/null | head -1)
+# device call 10 (experiment build): stall reasons of the B=1024 k=128 gate scan, normal vs SIEVE_EXP=3/4
+. "$(dirname "$0")/../common.sh"
 M="regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio,smsp__issue_active.avg.pct_of_peak_sustained_active,sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active,smsp__inst_executed.sum,gpu__time_duration.sum,sm__cycles_elapsed.avg.per_second,dram__throughput.avg.pct_of_peak_sustained_elapsed"
 for x in 0 3 4; do
   SIEVE_EXP=$x timeout 150 "$NCU" --metrics "$M" --kernel-name regex:"scan_tma" --launch-skip 2 --launch-count 1 --clock-control none \

@@ -1,11 +1,6 @@
 #!/usr/bin/env bash
-# call 11 (EXPERIMENT build): the second consumer warpgroup starts SIEVE_LAG chunks after the first
-set -u
-OUT=${OUT:-$PWD/out}; mkdir -p "$OUT"
-bench/gpu/unpack.sh gpu || exit 1
-export LD_LIBRARY_PATH=$PWD/.deps/gpu/lib
-SB=.deps/gpu/build/bench/sieve-bench
-NCU=$(command -v ncu || ls /usr/local/cuda*/bin/ncu 2>/dev/null | head -1)
+# device call 11 (experiment build): the second consumer warpgroup starts SIEVE_LAG chunks after the first
+. "$(dirname "$0")/../common.sh"
 col() { grep -E '^[0-9]' | awk '{printf "%s/%s/%s %s | ", $3,$4,$1,$10}'; echo; }
 echo "=== exactness $(date -u +%T)"
 for l in 2 3; do

@@ -1,11 +1,6 @@
 #!/usr/bin/env bash
 # call 3: why the 8x16 float32 tile loses: stall reasons, issue, shared wavefronts (base, k1, k3, k4 at B=64)
-set -u
-OUT=${OUT:-$PWD/out}; mkdir -p "$OUT"
-bench/gpu/unpack.sh gpu || exit 1
-export LD_LIBRARY_PATH=$PWD/.deps/gpu/lib
-SB=.deps/gpu/build/bench/sieve-bench
-NCU=$(command -v ncu || ls /usr/local/cuda*/bin/ncu 2>/dev/null | head -1)
+. "$(dirname "$0")/../common.sh"
 M="regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio,smsp__issue_active.avg.pct_of_peak_sustained_active,sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active,sm__inst_executed_pipe_fma.sum,smsp__inst_executed.sum,l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum,l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum,gpu__time_duration.sum,sm__warps_active.avg.pct_of_peak_sustained_active,smsp__inst_executed_op_shared_ld.sum"
 for v in base k1 k3 k4; do
   env $( [ $v = base ] || echo SIEVE_CUDA_SCAN=$v ) timeout 200 "$NCU" --metrics "$M" --kernel-name regex:"scan_f32" --launch-skip 5 --launch-count 1 --clock-control none \

@@ -1,10 +1,6 @@
 #!/usr/bin/env bash
 # call 2: k-major cp.async float32 tile variants (SIEVE_CUDA_SCAN=k1..k5): exactness, then 5M timings
-set -u
-OUT=${OUT:-$PWD/out}; mkdir -p "$OUT"
-bench/gpu/unpack.sh gpu || exit 1
-export LD_LIBRARY_PATH=$PWD/.deps/gpu/lib
-SB=.deps/gpu/build/bench/sieve-bench
+. "$(dirname "$0")/../common.sh"
 col() { grep -E '^[0-9]' | awk '{printf "%s/%s/%s exact=%s fused=%s | ", $3,$4,$1,$10,$5}'; echo; }
 echo "=== exactness $(date -u +%T)"
 for v in k1 k2 k3 k4 k5; do

@@ -1,8 +1,6 @@
 #!/usr/bin/env bash
 # call 1: validate branch (plain copies, on top of main's test helpers), A/B vs main, L2 sectors
-set -u
-OUT=${OUT:-$PWD/out}; mkdir -p "$OUT"
-bench/gpu/unpack.sh gpu && bench/gpu/unpack.sh gpu-base || exit 1
+. "$(dirname "$0")/../common.sh"
 nvidia-smi --query-gpu=name,clocks.sm,power.limit --format=csv,noheader
 N=.deps/gpu/build; Bs=.deps/gpu-base/build
 echo "=== test (branch) $(date -u +%T)"
@@ -22,7 +20,6 @@ for r in 1 2; do for side in gpu-base gpu; do
   LD_LIBRARY_PATH=.deps/$side/lib .deps/$side/build/bench/sieve-bench knn --n 5m --dtype float32 --batch 1,2,4,8,16,32 --k 128 --repeat 10 --no-materialized --json "$OUT/ab_${side}_$r.json" 2>&1 | grep -E '^[0-9]' | awk '{print $1,$2,$3,$4,$5,$6}'
 done; done
 echo "=== sectors $(date -u +%T)"
-NCU=$(command -v ncu || ls /usr/local/cuda*/bin/ncu 2>/dev/null | head -1)
 for side in gpu-base gpu; do for b in 2 16; do
   LD_LIBRARY_PATH=.deps/$side/lib timeout 150 "$NCU" --section SourceCounters --section MemoryWorkloadAnalysis --section SpeedOfLight --kernel-name regex:"scan_f32" --launch-skip 5 --launch-count 1 --clock-control none \
     .deps/$side/build/bench/sieve-bench knn --n 5m --dtype float32 --batch $b --k 128 --repeat 3 --warmup 1 --no-materialized > "$OUT/ncu_${side}_B$b.txt" 2>&1

@@ -1,10 +1,6 @@
 #!/usr/bin/env bash
 # call 4: where the float16 B=128 scan spends the extra time at k=8192 (vs k=128)
-set -u
-OUT=${OUT:-$PWD/out}; mkdir -p "$OUT"
-bench/gpu/unpack.sh gpu || exit 1
-export LD_LIBRARY_PATH=$PWD/.deps/gpu/lib
-SB=.deps/gpu/build/bench/sieve-bench
+. "$(dirname "$0")/../common.sh"
 echo "=== timing $(date -u +%T)"
 $SB knn --n 5m --dtype float16 --batch 64,128 --k 128,1024,8192 --repeat 10 --no-materialized --results pinned 2>&1 | grep -E '^[0-9]' | awk '{print $3,$4,$5,$9,$NF}'
 for kk in 8192 128; do

@@ -1,10 +1,6 @@
 #!/usr/bin/env bash
 # call 5: staged admissions by per-lane shared atomics (no votes): suites, exactness, A/B, sanitizers
-set -u
-OUT=${OUT:-$PWD/out}; mkdir -p "$OUT"
-bench/gpu/unpack.sh gpu && bench/gpu/unpack.sh gpu-base || exit 1
-export LD_LIBRARY_PATH=$PWD/.deps/gpu/lib
-SB=.deps/gpu/build/bench/sieve-bench
+. "$(dirname "$0")/../common.sh"
 col() { grep -E '^[0-9]' | awk '{printf "%s/%s/%s exact=%s | ", $3,$4,$1,$10}'; echo; }
 echo "=== test $(date -u +%T)"
 OUT=$OUT bench/gpu/run.sh test 2>&1 | grep -E "Synthesis|FAIL|assert" | head
