@@ -2,7 +2,8 @@
 # device calls 6-8 (experiment build; XS, KS and BS pick the runs): what the large-k scan pays for. SIEVE_EXP:
 # 0 normal; 1 drain completes nothing (no candidate write, histogram atomic, tightening);
 # 2 = 1 and the reserve only counts (no row check, no bin-table loads); 3 staged epilogue
-# stops after the row maximum (no admissions: rescans follow); 4 group votes but no appends.
+# stops after the row maximum (no admissions: rescans follow; the compiled kernel tests the
+# switch before the row maxima and skips them too); 4 group votes but no appends.
 # Durations of the gate-scan kernels (Nsight Compute, gpu__time_duration), launches 3-6.
 . "$(dirname "$0")/../common.sh"
 for b in ${BS:-128 64 1024}; do
