@@ -1,0 +1,81 @@
+#!/usr/bin/env python3
+"""bench/report_knn.py on JSON lines with known values: the Markdown table and the summary
+against the retrieval targets (within 1.2x of the floor, the named shapes, the cost of
+large k) say what the numbers imply, shape by shape; --help describes the summary.
+
+Run: python3 tests/bench/test_report_knn.py
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_check import SRC, check, failures  # noqa: E402
+
+REPORT = os.path.join(SRC, "bench", "report_knn.py")
+
+
+def row(n, dtype, b, k, fused, floor, results="pageable"):
+    return {"mode": "knn", "n": n, "dtype": dtype, "results": results, "batch": b, "k": k,
+            "fused_ms": fused, "materialized_ms": None, "floor_ms": floor, "exact": "yes",
+            "admitted_per_query": 10.0 * k, "paths": [b, 0, 0, 0, 0], "download_ms": 0.01}
+
+
+def main():
+    rows = [
+        row(5_000_000, "float16", 64, 128, 2.0, 1.8),        # 1.11x; named shape: met
+        row(5_000_000, "float16", 64, 8192, 2.4, 1.8),       # 1.33x; +20% over k = 128
+        row(5_000_000, "float16", 1024, 128, 14.5, 11.1),    # 1.31x; named shape: missed
+        row(8_841_823, "float16", 64, 10, 3.5, 3.2),         # 1.09x; named shape: met
+        row(5_000_000, "float32", 16, 128, 4.0, 3.6),        # 1.11x
+        row(5_000_000, "float32", 16, 1024, 4.2, 3.6),       # 1.17x; +5% over k = 128
+    ]
+    tmp = tempfile.mkdtemp(prefix="test-report-knn-")
+    src = os.path.join(tmp, "knn.json")
+    with open(src, "w") as f:
+        f.write("# a comment line is skipped\n")
+        for r in rows:
+            f.write(json.dumps(r) + "\n")
+    md = os.path.join(tmp, "out.md")
+    p = subprocess.run([sys.executable, REPORT, "--sieve", src, "--md", md], capture_output=True,
+                       text=True, timeout=120)
+    check(p.returncode == 0, "report_knn.py exits 0", (p.returncode, p.stderr[-500:]), 0)
+    text = open(md).read() if os.path.exists(md) else ""
+    lines = text.splitlines()
+
+    def has(line):
+        check(line in lines, f"the report has: {line.strip()}", [x for x in lines if x.strip()][-12:], line)
+
+    # the main table keeps one line per shape, with the percent of floor
+    check(sum(1 for x in lines if x.startswith("| 5,000,000 | float16 |") and "| yes |" in x) == 3,
+          "three float16 5M lines in the table", text[:400], 3)
+    has("| 5,000,000 | float16 | pageable | 64 | 128 | 2.000 | 0.010 | - | - | 1.800 | 90% | - | 1280 | yes | 64/0/0/0/0 |")
+    # cost of large k
+    has("| 5,000,000 | float16 | pageable | 64 | 2.000 | - | +20% |")
+    # the summary against the targets
+    has("- Within 1.2x of the floor: 4 of 6 shapes.")
+    has("  | 5,000,000 | float16 | pageable | 3 | 1 | B = 64, k = 8192, 1.33x |")
+    has("  | 5,000,000 | float32 | pageable | 2 | 2 | B = 16, k = 1024, 1.17x |")
+    has("  | 8,841,823 | float16 | pageable | 1 | 1 | B = 64, k = 10, 1.09x |")
+    has("- 5,000,000 float16 pageable B = 64 k = 128: 2.000 ms (target 2.2 ms): met")
+    has("- 8,841,823 float16 pageable B = 64 k = 10: 3.500 ms (target 3.9 ms): met")
+    has("- 5,000,000 float16 pageable B = 1024 k = 128: 14.500 ms (target 14.0 ms): missed")
+    has("- k up to 8192 at most 15% over k = 128: 1 of 2 shapes; the largest cost of each:")
+    has("  - 5,000,000 float16 pageable B = 64: +20% at k = 8192: missed")
+    has("  - 5,000,000 float32 pageable B = 16: +5% at k = 1024: met")
+    # a shape that is not named is not judged against a named limit
+    check(not any("float32" in x and "target" in x for x in lines), "no named target for float32 lines",
+          [x for x in lines if "target" in x], [])
+
+    p = subprocess.run([sys.executable, REPORT, "--help"], capture_output=True, text=True, timeout=60)
+    check(p.returncode == 0 and "targets" in p.stdout and "1.2x" in p.stdout,
+          "--help describes the summary against the targets", p.stdout[:300], "targets, 1.2x")
+
+    print(f"{len(failures)} failed" if failures else "all passed")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
