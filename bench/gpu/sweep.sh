@@ -7,7 +7,8 @@
 #   page-locked (--results pinned), then PyTorch matmul + topk on the same shapes in the same
 #   lease.
 # Writes $OUT/knn.json (every shape), $OUT/bench_1m5m.log, $OUT/torch.json,
-# $OUT/torch_float16.log and $OUT/torch_bf16_f32.log.
+# $OUT/torch_float16.log, $OUT/torch_bf16_f32.log and $OUT/report.md (bench/report_knn.py:
+# the table and the summary against the targets, whose verdict lines it also prints).
 case "${1:-}" in -h | --help) sed -n '2,/^[^#]/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;; esac
 set -u
 OUT="${OUT:-$PWD/out}"
@@ -32,4 +33,8 @@ TORCH_ARGS="--dtype bfloat16,float32 --n 5m --batch 1,16,64,128,1024 --k 128,102
   timeout 150 bash -c 'bench/gpu/run.sh torch' 2>&1 | tail -3
 mv "$OUT/torch.log" "$OUT/torch_bf16_f32.log"
 rm -f "$OUT/bench.log"
+# the report, and its verdicts against the retrieval targets (the per-shape lines are in
+# report.md)
+python3 bench/report_knn.py --sieve "$OUT/knn.json" --torch "$OUT/torch.json" --md "$OUT/report.md" &&
+  grep -E "^- " "$OUT/report.md"
 ls "$OUT"
