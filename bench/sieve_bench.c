@@ -636,7 +636,8 @@ static int run_knn(int argc, char **argv) {
                                 "\"k\":%u,\"fused_ms\":%s,\"materialized_ms\":%s,"
                                 "\"floor_ms\":%s,\"exact\":\"%s\",\"admitted_per_query\":%.1f,"
                                 "\"sample_ms\":%.4f,\"scan_ms\":%.4f,\"select_ms\":%.4f,\"download_ms\":%.4f,"
-                                "\"paths\":[%llu,%llu,%llu,%llu,%llu],\"select_segmented\":%llu}\n",
+                                "\"paths\":[%llu,%llu,%llu,%llu,%llu],\"select_segmented\":%llu,"
+                                "\"select_speculated\":%llu,\"speculation_missed\":%llu}\n",
                                 info.name, (unsigned long long)n, o.dim, sieve_dtype_name(dt),
                                 sieve_metric_name(o.metric), data_label,
                                 o.pinned_results ? "pinned" : "pageable", o.sample_rows, B, k,
@@ -646,7 +647,9 @@ static int run_knn(int argc, char **argv) {
                                 (unsigned long long)st.path_count[0], (unsigned long long)st.path_count[1],
                                 (unsigned long long)st.path_count[2], (unsigned long long)st.path_count[3],
                                 (unsigned long long)st.path_count[4],
-                                (unsigned long long)st.select_segmented);
+                                (unsigned long long)st.select_segmented,
+                                (unsigned long long)st.select_speculated,
+                                (unsigned long long)st.speculation_missed);
                     free(t);
                     sieve_device_free(dev, scratch);
                     res_free(dev, o.pinned_results, rows);

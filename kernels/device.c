@@ -174,6 +174,8 @@ void sieve_search_stats_add(sieve_search_stats *a, const sieve_search_stats *b) 
     a->rescans += b->rescans;
     for (int i = 0; i < SIEVE_PATH_COUNT; i++) a->path_count[i] += b->path_count[i];
     a->select_segmented += b->select_segmented;
+    a->select_speculated += b->select_speculated;
+    a->speculation_missed += b->speculation_missed;
     a->ms_sample += b->ms_sample;
     a->ms_scan += b->ms_scan;
     a->ms_select += b->ms_select;

@@ -287,6 +287,12 @@ typedef struct sieve_search_stats {
     uint64_t path_count[SIEVE_PATH_COUNT]; /* queries answered by each path */
     uint64_t select_segmented;    /* CUDA: certified queries whose candidates the segmented
                                      sort ordered (the others: a block sort in shared memory) */
+    uint64_t select_speculated;   /* CUDA: calls whose select and result download were queued
+                                     behind the scan before the host certified (one wait for
+                                     the device; their ms_scan holds the select and download) */
+    uint64_t speculation_missed;  /* of those, calls in which a query was not certified or kept
+                                     more candidates than its block sorts: recoveries and the
+                                     select ran after all, as without speculation */
     double ms_sample, ms_scan, ms_select, ms_total; /* wall time of each phase */
     double ms_download; /* part of ms_select: copying the results to the caller's arrays */
 } sieve_search_stats;

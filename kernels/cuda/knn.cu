@@ -481,6 +481,14 @@ struct SelOut {
     int metric;
 };
 
+/* The speculative select's certification (select_block_kernel with use == nullptr): a query
+ * is used when it holds k candidates, or every eligible row (n_e), within the capacity; the
+ * staging in shared memory holds `stage` candidates (a query holding more is handed back). */
+struct SelSpec {
+    uint64_t n_e;
+    uint32_t stage;
+};
+
 template <int T, int I>
 __device__ void sel_sort_write(unsigned char *smem, uint32_t q, uint32_t m, uint32_t hmin,
                                uint32_t rb, int end_bit, const SelOut &o) {
@@ -530,14 +538,25 @@ template <int T, int IMAX>
 __global__ void __launch_bounds__(T, 1)
 select_block_kernel(const uint64_t *cand, uint32_t cap, const uint32_t *cnt,
                     const unsigned char *use, const uint32_t *hist, const float *edges,
-                    uint32_t n_rows, SelOut o, unsigned char *over, uint32_t *n_over) {
+                    uint32_t n_rows, SelOut o, unsigned char *over, uint32_t *n_over,
+                    SelSpec spec) {
     static_assert(T >= NBINS && T % 32 == 0, "one thread per bin");
     extern __shared__ __align__(16) unsigned char sel_smem[];
     uint64_t *stage = reinterpret_cast<uint64_t *>(sel_smem);
     __shared__ uint32_t wsum[NBINS / 32], bsel, pos, hmin, hmax;
     const uint32_t q = blockIdx.x, t = threadIdx.x, lane = t & 31, warp = t >> 5;
-    if (!use[q]) { /* the full path writes this query's results */
+    /* use == nullptr: speculative, the host's certification test on the device */
+    const uint32_t cq = cnt[q];
+    const bool used = use ? use[q] != 0 : (cq >= o.k || cq >= spec.n_e) && cq <= cap;
+    if (!used) { /* a recovery or the full path writes this query's results */
         if (t == 0) over[q] = 0;
+        return;
+    }
+    if ((cq < cap ? cq : cap) > spec.stage) { /* more than the staging holds (speculative) */
+        if (t == 0) {
+            over[q] = 1;
+            atomicAdd(n_over, 1u);
+        }
         return;
     }
     /* threshold bin: the largest b > 0 whose count from the top reaches k (0: keep all) */
@@ -1300,38 +1319,67 @@ constexpr size_t DL_CHUNK = 1u << 20;
 constexpr size_t DL_PIPELINE_MIN = 2u << 20;
 constexpr unsigned DL_THREADS = 8;
 
+enum class Dl { DIRECT, STAGED, PIPELINED };
+
+/* How the results reach the caller: DIRECT when both arrays are page-locked, STAGED (one copy
+ * each into the pinned staging buffer, then host copies) when they are small, else PIPELINED. */
+Dl download_kind(const Search &S, const int64_t *out_rows, const float *out_scores) {
+    const size_t nr = (size_t)S.pl.nq * S.pl.k;
+    if (host_pinned(out_rows, nr * 8) && host_pinned(out_scores, nr * 4)) return Dl::DIRECT;
+    return nr * 12 < DL_PIPELINE_MIN ? Dl::STAGED : Dl::PIPELINED;
+}
+
+/* Bytes of the pinned staging buffer the STAGED and PIPELINED downloads use: rows, scores,
+ * counts (at nr * 12) and slack. */
+size_t staging_bytes(const Plan &pl) {
+    const size_t nr = (size_t)pl.nq * pl.k;
+    return nr * 12 + (size_t)pl.nq * 4 + 64;
+}
+
+/* Queues a DIRECT or STAGED download on the stream (the staging buffer must already hold
+ * staging_bytes); nothing waits for it. */
+int download_queue(Search &S, Dl kind, int64_t *out_rows, float *out_scores,
+                   uint32_t *out_counts) {
+    const size_t nr = (size_t)S.pl.nq * S.pl.k;
+    unsigned char *h = (unsigned char *)S.c->pinned;
+    void *rows = kind == Dl::DIRECT ? (void *)out_rows : (void *)h;
+    void *scores = kind == Dl::DIRECT ? (void *)out_scores : (void *)(h + nr * 8);
+    void *counts = kind == Dl::DIRECT ? (void *)out_counts : (void *)(h + nr * 12);
+    SIEVE_CUDA_TRY(cudaMemcpyAsync(rows, S.at<int64_t>(S.L.outrows), nr * 8,
+                                   cudaMemcpyDeviceToHost, S.s));
+    SIEVE_CUDA_TRY(cudaMemcpyAsync(scores, S.at<float>(S.L.outscores), nr * 4,
+                                   cudaMemcpyDeviceToHost, S.s));
+    if (counts)
+        SIEVE_CUDA_TRY(cudaMemcpyAsync(counts, S.at<uint32_t>(S.L.outcounts), S.pl.nq * 4,
+                                       cudaMemcpyDeviceToHost, S.s));
+    return 0;
+}
+
+/* After the stream is synchronised: a STAGED download's host copies. */
+void download_unstage(const Search &S, int64_t *out_rows, float *out_scores,
+                      uint32_t *out_counts) {
+    const size_t nr = (size_t)S.pl.nq * S.pl.k;
+    const unsigned char *h = (const unsigned char *)S.c->pinned;
+    memcpy(out_rows, h, nr * 8);
+    memcpy(out_scores, h + nr * 8, nr * 4);
+    if (out_counts) memcpy(out_counts, h + nr * 12, S.pl.nq * 4);
+}
+
 int download_results(Search &S, int64_t *out_rows, float *out_scores, uint32_t *out_counts) {
     const Plan &pl = S.pl;
     size_t nr = (size_t)pl.nq * pl.k;
-    if (host_pinned(out_rows, nr * 8) && host_pinned(out_scores, nr * 4)) {
-        /* the caller's arrays are page-locked: one copy each over the bus, no host copy */
-        SIEVE_CUDA_TRY(cudaMemcpyAsync(out_rows, S.at<int64_t>(S.L.outrows), nr * 8,
-                                       cudaMemcpyDeviceToHost, S.s));
-        SIEVE_CUDA_TRY(cudaMemcpyAsync(out_scores, S.at<float>(S.L.outscores), nr * 4,
-                                       cudaMemcpyDeviceToHost, S.s));
-        if (out_counts)
-            SIEVE_CUDA_TRY(cudaMemcpyAsync(out_counts, S.at<uint32_t>(S.L.outcounts),
-                                           pl.nq * 4, cudaMemcpyDeviceToHost, S.s));
+    const Dl kind = download_kind(S, out_rows, out_scores);
+    int rc = kind == Dl::DIRECT ? 0 : ensure_pinned(S.c, staging_bytes(pl));
+    if (rc) return rc;
+    if (kind != Dl::PIPELINED) {
+        if ((rc = download_queue(S, kind, out_rows, out_scores, out_counts))) return rc;
         SIEVE_CUDA_TRY(cudaStreamSynchronize(S.s));
+        if (kind == Dl::STAGED) download_unstage(S, out_rows, out_scores, out_counts);
         return 0;
     }
-    size_t need = nr * 8 + nr * 4 + (size_t)pl.nq * 4 + 64;
-    int rc = ensure_pinned(S.c, need);
-    if (rc) return rc;
     unsigned char *h = (unsigned char *)S.c->pinned;
     SIEVE_CUDA_TRY(cudaMemcpyAsync(h + nr * 12, S.at<uint32_t>(S.L.outcounts), pl.nq * 4,
                                    cudaMemcpyDeviceToHost, S.s));
-    if (nr * 12 < DL_PIPELINE_MIN) {
-        SIEVE_CUDA_TRY(cudaMemcpyAsync(h, S.at<int64_t>(S.L.outrows), nr * 8,
-                                       cudaMemcpyDeviceToHost, S.s));
-        SIEVE_CUDA_TRY(cudaMemcpyAsync(h + nr * 8, S.at<float>(S.L.outscores), nr * 4,
-                                       cudaMemcpyDeviceToHost, S.s));
-        SIEVE_CUDA_TRY(cudaStreamSynchronize(S.s));
-        memcpy(out_rows, h, nr * 8);
-        memcpy(out_scores, h + nr * 8, nr * 4);
-        if (out_counts) memcpy(out_counts, h + nr * 12, pl.nq * 4);
-        return 0;
-    }
     struct Chunk {
         const unsigned char *dev;
         unsigned char *pin, *dst;
@@ -1427,6 +1475,8 @@ size_t select_block_smem(uint32_t most) {
     return sort > stage ? sort : stage;
 }
 
+/* used: the host's certification per query, or nullptr for the speculative select (the
+ * kernel certifies); most: the candidates the staging must hold */
 template <int T, int IMAX>
 int launch_select_block(Search &S, const unsigned char *used, uint32_t most, int metric) {
     const size_t smem = select_block_smem<T, IMAX>(most);
@@ -1435,10 +1485,11 @@ int launch_select_block(Search &S, const unsigned char *used, uint32_t most, int
                                         (int)smem));
     SelOut o = {S.at<float>(S.L.qn2), S.at<int64_t>(S.L.outrows), S.at<float>(S.L.outscores),
                 S.at<uint32_t>(S.L.outcounts), S.pl.k, metric};
+    const SelSpec spec = {S.n_e, (uint32_t)(smem / 8)};
     kern<<<S.pl.nq, T, smem, S.s>>>(S.at<uint64_t>(S.L.cand), S.pl.cap, S.at<uint32_t>(S.L.cnt),
                                     used, S.at<uint32_t>(S.L.hist), S.at<float>(S.L.edges),
                                     S.sp.n_rows, o, S.at<unsigned char>(S.L.use) + S.pl.nq_pad,
-                                    S.at<uint32_t>(S.L.misc + 16));
+                                    S.at<uint32_t>(S.L.misc + 16), spec);
     SIEVE_CUDA_LAUNCH_CHECK();
     return 0;
 }
@@ -1489,6 +1540,35 @@ int select_segmented(Search &S, const unsigned char *used, int metric) {
     SIEVE_CUDA_LAUNCH_CHECK();
     return 0;
 }
+
+/* The speculative select (sieve__cuda_knn): for at most SEL_SMALL_MAX_QUERIES queries and k
+ * up to SEL_SPEC_MAX_K, the block select and the result download are queued right behind the
+ * scan, each query certified on the device by the host's own test (select_block_kernel with
+ * use == nullptr), so a call whose queries all certify waits for the device once instead of
+ * three times (for the counts, the select, the download): the fixed cost that dominates
+ * calls of a few queries over 1M rows. The host then certifies from the same counts; if a
+ * query is not certified, or keeps more candidates than its block stages or sorts, the call
+ * goes on exactly as without speculation (recoveries, the select again, the download
+ * again), so no answer depends on it. Returns 0 (off) or the block's threads: 256 for
+ * k <= 256 (whose kept candidates stay within the 1024 that block sorts), else 1024.
+ * SIEVE_CUDA_SPECULATE=0 turns it off; =small always takes the 256-thread block (tests: a
+ * query keeping more than that block sorts). */
+constexpr uint32_t SEL_SPEC_MAX_K = 8192;
+
+uint32_t speculation(const Plan &pl) {
+    const char *e = getenv("SIEVE_CUDA_SPECULATE");
+    if (e && !strcmp(e, "0")) return 0;
+    const char *sel = getenv("SIEVE_CUDA_SELECT");
+    if (sel && !strcmp(sel, "segmented")) return 0;
+    if (pl.nq > SEL_SMALL_MAX_QUERIES || pl.k > SEL_SPEC_MAX_K) return 0;
+    if (e && !strcmp(e, "small")) return SEL_SMALL_T;
+    return pl.k <= 256 ? SEL_SMALL_T : SEL_T;
+}
+
+/* Where the speculative select's counts, secondary boundaries and handed-back count land in
+ * the pinned buffer: after the staged download's bytes. */
+size_t spec_offset(const Plan &pl) { return align_up(staging_bytes(pl), 64); }
+size_t spec_pinned_bytes(const Plan &pl) { return spec_offset(pl) + (size_t)pl.nq * 8 + 64; }
 
 int setup(Search &S, void *ctx, const sieve_matrix *m, uint32_t nq, const sieve_search_params *p,
           bool full_only) {
@@ -1562,6 +1642,11 @@ extern "C" int sieve__cuda_knn(void *ctx, const sieve_matrix *m, const float *qu
     memset(&st, 0, sizeof st);
     st.queries = n_queries;
     std::vector<uint8_t> path(n_queries, SIEVE_PATH_CERTIFIED);
+    const int metric = (p->flags & SIEVE_SEARCH_RAW_KEYS) ? 0 : (int)p->metric;
+    /* the speculative select's pinned bytes first: growing the buffer later would free it
+       under the queries' upload */
+    const uint32_t spec = speculation(pl);
+    if (spec && (rc = ensure_pinned(S.c, spec_pinned_bytes(pl)))) return rc;
 
     rc = upload_queries(S, queries);
     if (rc) return rc;
@@ -1579,6 +1664,8 @@ extern "C" int sieve__cuda_knn(void *ctx, const sieve_matrix *m, const float *qu
     std::vector<uint32_t> all_full;
     std::vector<unsigned char> use(n_queries, 0);
     std::vector<uint32_t> cnt_final; /* admitted counts after any rescan */
+    bool selected = false;           /* the speculative select answered every query */
+    Dl spec_dl = Dl::PIPELINED;      /* its download, queued unless PIPELINED */
     if (direct) {
         for (uint32_t q = 0; q < n_queries; q++) {
             all_full.push_back(q);
@@ -1623,9 +1710,36 @@ extern "C" int sieve__cuda_knn(void *ctx, const sieve_matrix *m, const float *qu
         st.rows_scanned += (uint64_t)m->n_rows * n_queries;
         /* certify; recover what is not certified (one sync for counts and boundaries) */
         std::vector<uint32_t> cnt(n_queries), thr2(n_queries);
-        SIEVE_CUDA_TRY(cudaMemcpyAsync(thr2.data(), S.at<uint32_t>(S.L.thr2), n_queries * 4,
-                                       cudaMemcpyDeviceToHost, S.s));
-        if ((rc = fetch_cnt(S, cnt))) return rc;
+        uint32_t spec_over = 0;
+        if (spec) { /* select and download first, then the same sync */
+            uint32_t *hc = (uint32_t *)((unsigned char *)S.c->pinned + spec_offset(pl));
+            SIEVE_CUDA_TRY(cudaMemcpyAsync(hc, S.at<uint32_t>(S.L.cnt), n_queries * 4,
+                                           cudaMemcpyDeviceToHost, S.s));
+            SIEVE_CUDA_TRY(cudaMemcpyAsync(hc + n_queries, S.at<uint32_t>(S.L.thr2),
+                                           n_queries * 4, cudaMemcpyDeviceToHost, S.s));
+            uint32_t *n_over = S.at<uint32_t>(S.L.misc + 16);
+            SIEVE_CUDA_TRY(cudaMemsetAsync(n_over, 0, 4, S.s));
+            const uint32_t most = std::min<uint32_t>(pl.cap, SEL_STAGE);
+            rc = spec == SEL_SMALL_T
+                     ? launch_select_block<SEL_SMALL_T, SEL_SMALL_I>(S, nullptr, most, metric)
+                     : launch_select_block<SEL_T, SEL_I>(S, nullptr, most, metric);
+            if (rc) return rc;
+            SIEVE_CUDA_TRY(cudaMemcpyAsync(hc + 2 * n_queries, n_over, 4,
+                                           cudaMemcpyDeviceToHost, S.s));
+            spec_dl = download_kind(S, out_rows, out_scores);
+            if (spec_dl != Dl::PIPELINED &&
+                (rc = download_queue(S, spec_dl, out_rows, out_scores, out_counts)))
+                return rc;
+            SIEVE_CUDA_TRY(cudaStreamSynchronize(S.s));
+            memcpy(cnt.data(), hc, n_queries * 4);
+            memcpy(thr2.data(), hc + n_queries, n_queries * 4);
+            spec_over = hc[2 * n_queries];
+            st.select_speculated = 1;
+        } else {
+            SIEVE_CUDA_TRY(cudaMemcpyAsync(thr2.data(), S.at<uint32_t>(S.L.thr2), n_queries * 4,
+                                           cudaMemcpyDeviceToHost, S.s));
+            if ((rc = fetch_cnt(S, cnt))) return rc;
+        }
         std::vector<uint32_t> rq;
         std::vector<float> rlo;
         for (uint32_t q = 0; q < n_queries; q++) {
@@ -1665,12 +1779,16 @@ extern "C" int sieve__cuda_knn(void *ctx, const sieve_matrix *m, const float *qu
                 }
             }
         }
+        if (spec) {
+            selected = rq.empty() && all_full.empty() && spec_over == 0;
+            st.speculation_missed = !selected;
+        }
         cnt_final.swap(cnt);
     }
     double t_scan = sieve__now_ms();
 
     /* select: sort the certified queries' candidates, then the full-path queries */
-    if (!direct) {
+    if (!direct && !selected) {
         unsigned char *used = S.at<unsigned char>(S.L.use);
         SIEVE_CUDA_TRY(cudaMemcpyAsync(used, use.data(), n_queries, cudaMemcpyHostToDevice, S.s));
         uint32_t most = 0, n_use = 0; /* the most candidates a used query holds */
@@ -1679,7 +1797,6 @@ extern "C" int sieve__cuda_knn(void *ctx, const sieve_matrix *m, const float *qu
                 most = std::max(most, std::min(cnt_final[q], pl.cap));
                 n_use++;
             }
-        const int metric = (p->flags & SIEVE_SEARCH_RAW_KEYS) ? 0 : (int)p->metric;
         if (select_by_block(n_queries, most, pl.k)) {
             uint32_t handed = 0;
             rc = select_block(S, used, most, metric, &handed);
@@ -1695,7 +1812,10 @@ extern "C" int sieve__cuda_knn(void *ctx, const sieve_matrix *m, const float *qu
         if ((rc = full_path(S, all_full, &st))) return rc;
     }
     double t_dl = sieve__now_ms();
-    if ((rc = download_results(S, out_rows, out_scores, out_counts))) return rc;
+    if (selected && spec_dl == Dl::STAGED) download_unstage(S, out_rows, out_scores, out_counts);
+    else if (!(selected && spec_dl == Dl::DIRECT) &&
+             (rc = download_results(S, out_rows, out_scores, out_counts)))
+        return rc;
     double t_end = sieve__now_ms();
 
     for (uint32_t q = 0; q < n_queries; q++) st.path_count[path[q]]++;

@@ -71,6 +71,10 @@ def main():
         # the CPU selects without the GPU's segmented sort
         check(r.get("select_segmented") == 0, f"{tag}: select_segmented in the JSON line, 0 on the CPU",
               r.get("select_segmented"), 0)
+        # nor speculates on its select (the CUDA path's one wait for the device)
+        check(r.get("select_speculated") == 0 and r.get("speculation_missed") == 0,
+              f"{tag}: select_speculated and speculation_missed in the JSON line, 0 on the CPU",
+              (r.get("select_speculated"), r.get("speculation_missed")), (0, 0))
 
     # the default sample (max(16384, 8k) rows) covers more than half of 30,000 rows: direct
     js2 = os.path.join(tmp, "default.json")

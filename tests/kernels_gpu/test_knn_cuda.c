@@ -380,6 +380,172 @@ static sieve_dev_matrix *normal_matrix(sieve_device *gpu, sieve_dtype dt, uint64
     return dm;
 }
 
+/* One search with SIEVE_CUDA_SPECULATE set to `spec` (NULL: unset), results in host arrays
+ * (page-locked when `pinned`) poisoned first; returns the statistics. */
+typedef struct spec_out {
+    int64_t *rows;
+    float *sc;
+    uint32_t *cnt;
+    uint8_t *paths;
+} spec_out;
+
+static sieve_search_stats spec_run(sieve_device *gpu, const sieve_matrix *m, const float *q,
+                                   uint32_t B, const sieve_search_params *p, const char *spec,
+                                   int pinned, spec_out *o) {
+    if (spec) cr_assert_eq(setenv("SIEVE_CUDA_SPECULATE", spec, 1), 0);
+    else cr_assert_eq(unsetenv("SIEVE_CUDA_SPECULATE"), 0);
+    const size_t nr = (size_t)B * p->k;
+    if (pinned) {
+        cr_assert_eq(sieve_host_alloc_pinned(gpu, nr * 8, (void **)&o->rows), 0);
+        cr_assert_eq(sieve_host_alloc_pinned(gpu, nr * 4, (void **)&o->sc), 0);
+        cr_assert_eq(sieve_host_alloc_pinned(gpu, B * 4, (void **)&o->cnt), 0);
+    } else {
+        o->rows = malloc(nr * 8);
+        o->sc = malloc(nr * 4);
+        o->cnt = malloc(B * 4);
+    }
+    o->paths = malloc(B);
+    cr_assert(o->rows && o->sc && o->cnt && o->paths);
+    memset(o->rows, 0x5a, nr * 8);
+    memset(o->sc, 0x5a, nr * 4);
+    memset(o->cnt, 0x5a, B * 4);
+    sieve_search_stats st;
+    int rc = sieve_knn(gpu, m, q, B, p, NULL, 0, o->rows, o->sc, o->cnt, o->paths, &st);
+    cr_assert_eq(rc, 0, "speculate=%s B=%u k=%u: %s", spec ? spec : "default", B, p->k,
+                 sieve_strerror(rc));
+    return st;
+}
+
+static void spec_free(sieve_device *gpu, int pinned, spec_out *o) {
+    if (pinned) {
+        sieve_host_free_pinned(gpu, o->rows);
+        sieve_host_free_pinned(gpu, o->sc);
+        sieve_host_free_pinned(gpu, o->cnt);
+    } else {
+        free(o->rows);
+        free(o->sc);
+        free(o->cnt);
+    }
+    free(o->paths);
+}
+
+/* The speculative select (the select and the download queued behind the scan, certified on
+ * the device, one wait for it) against the select after the host's certification
+ * (SIEVE_CUDA_SPECULATE=0) and the materialized full sort: the same rows, scores, counts and
+ * paths, bit for bit, into pageable arrays (staged, and the pipelined download of a large
+ * result) and page-locked ones, and the statistics say whether it ran and whether it
+ * missed: certified batches at k = 1 to 8192 with Dot, Euclid and masks (no miss), forced
+ * underfill and overflow (a miss: recoveries after all), queries keeping more candidates than
+ * the 256-thread block sorts (SIEVE_CUDA_SPECULATE=small at k = 1500: a miss), and the
+ * limits (129 queries, k = 12288, the segmented select forced: not speculated). */
+Test(knn_cuda, speculative_select_matches_certify_first, .timeout = 900) {
+    SKIP_WITHOUT_GPU();
+    sieve_device *gpu = NULL, *cpu = NULL;
+    cr_assert_eq(sieve_device_open("cuda:0", &gpu), 0);
+    cr_assert_eq(sieve_device_open("cpu", &cpu), 0);
+    sieve_dev_matrix *dm = normal_matrix(gpu, SIEVE_DTYPE_F16, 300007, 128, 256, 21);
+    uint64_t *del = NULL, *allow = NULL;
+    make_masks(300007, &del, &allow);
+    sieve_dev_matrix *mm = normal_matrix(gpu, SIEVE_DTYPE_BF16, 300007, 128, 256, 22);
+    cr_assert_eq(sieve_dev_matrix_set_masks(mm, del, allow), 0);
+    enum { PLAIN, UNDERFILL, OVERFLOW, SMALL_OVER, NOT_SPEC };
+    const struct {
+        sieve_dev_matrix *dm;
+        sieve_metric metric;
+        uint32_t B, k;
+        int kind, pinned;
+        const char *spec; /* the speculative run's setting (NULL: default) */
+    } cs[] = {
+        {dm, SIEVE_METRIC_DOT, 1, 1, PLAIN, 0, NULL},
+        {dm, SIEVE_METRIC_DOT, 1, 10, PLAIN, 1, NULL},
+        {dm, SIEVE_METRIC_DOT, 7, 128, PLAIN, 0, NULL},
+        {dm, SIEVE_METRIC_EUCLID, 16, 256, PLAIN, 1, NULL},
+        {dm, SIEVE_METRIC_DOT, 64, 1024, PLAIN, 0, NULL},
+        {dm, SIEVE_METRIC_DOT, 128, 128, PLAIN, 1, NULL},
+        {dm, SIEVE_METRIC_DOT, 3, 8192, PLAIN, 0, NULL},
+        {dm, SIEVE_METRIC_DOT, 128, 8192, PLAIN, 0, NULL}, /* 12.6 MB: pipelined download */
+        {mm, SIEVE_METRIC_COSINE, 5, 100, PLAIN, 0, NULL},
+        {dm, SIEVE_METRIC_DOT, 7, 100, UNDERFILL, 0, NULL},
+        {dm, SIEVE_METRIC_DOT, 7, 100, OVERFLOW, 1, NULL},
+        {dm, SIEVE_METRIC_DOT, 3, 1500, SMALL_OVER, 0, "small"},
+        {dm, SIEVE_METRIC_DOT, 129, 10, NOT_SPEC, 0, NULL},
+        {dm, SIEVE_METRIC_DOT, 2, 12288, NOT_SPEC, 0, NULL},
+    };
+    for (size_t ci = 0; ci < sizeof cs / sizeof *cs; ci++) {
+        const uint32_t B = cs[ci].B, k = cs[ci].k;
+        const sieve_matrix *m = sieve_dev_matrix_view(cs[ci].dm);
+        float *q = normal_queries(cpu, B, 128, 40 + ci);
+        sieve_search_params p;
+        sieve_search_params_init(&p, cs[ci].metric, k);
+        if (cs[ci].kind == UNDERFILL) {
+            p.force_boundary = 1;
+            p.forced_boundary = 1e30f;
+        } else if (cs[ci].kind == OVERFLOW) {
+            p.candidate_capacity = k + 8;
+            p.flags = SIEVE_SEARCH_NO_TIGHTEN;
+        }
+        spec_out a, b;
+        sieve_search_stats sa = spec_run(gpu, m, q, B, &p, cs[ci].spec, cs[ci].pinned, &a);
+        sieve_search_stats sb = spec_run(gpu, m, q, B, &p, "0", 0, &b);
+        char name[160];
+        snprintf(name, sizeof name, "case %zu (B=%u k=%u kind %d pinned %d)", ci, B, k,
+                 cs[ci].kind, cs[ci].pinned);
+        cr_assert_eq(sb.select_speculated, 0, "%s: speculated with SIEVE_CUDA_SPECULATE=0", name);
+        cr_assert_eq(sa.select_speculated, cs[ci].kind != NOT_SPEC, "%s: select_speculated %llu",
+                     name, (unsigned long long)sa.select_speculated);
+        cr_assert_eq(sa.speculation_missed, cs[ci].kind != PLAIN && cs[ci].kind != NOT_SPEC,
+                     "%s: speculation_missed %llu", name,
+                     (unsigned long long)sa.speculation_missed);
+        if (cs[ci].kind == SMALL_OVER) /* the miss came from the block, not certification */
+            cr_assert_eq(sa.path_count[SIEVE_PATH_CERTIFIED], B, "%s", name);
+        const size_t nr = (size_t)B * k;
+        cr_assert_eq(memcmp(a.cnt, b.cnt, B * 4), 0, "%s: counts differ", name);
+        cr_assert_eq(memcmp(a.paths, b.paths, B), 0, "%s: paths differ", name);
+        for (size_t i = 0; i < nr; i++) {
+            cr_assert_eq(a.rows[i], b.rows[i], "%s i=%zu: row %lld vs %lld", name, i,
+                         (long long)a.rows[i], (long long)b.rows[i]);
+            cr_assert_eq(memcmp(&a.sc[i], &b.sc[i], 4), 0, "%s i=%zu: score %.9g vs %.9g",
+                         name, i, a.sc[i], b.sc[i]);
+        }
+        /* and both equal the full sort */
+        int64_t *mrows = malloc(nr * 8);
+        float *msc = malloc(nr * 4);
+        uint32_t *mcnt = malloc(B * 4);
+        cr_assert(mrows && msc && mcnt);
+        cr_assert_eq(sieve_knn_materialized(gpu, m, q, B, &p, mrows, msc, mcnt, NULL), 0);
+        cr_assert_eq(memcmp(mcnt, a.cnt, B * 4), 0, "%s: counts differ from the full sort", name);
+        cr_assert_eq(memcmp(mrows, a.rows, nr * 8), 0, "%s: rows differ from the full sort", name);
+        cr_assert_eq(memcmp(msc, a.sc, nr * 4), 0, "%s: scores differ from the full sort", name);
+        free(mrows);
+        free(msc);
+        free(mcnt);
+        spec_free(gpu, cs[ci].pinned, &a);
+        spec_free(gpu, 0, &b);
+        free(q);
+    }
+    /* the segmented select forced: no speculation */
+    cr_assert_eq(setenv("SIEVE_CUDA_SELECT", "segmented", 1), 0);
+    {
+        float *q = normal_queries(cpu, 4, 128, 99);
+        sieve_search_params p;
+        sieve_search_params_init(&p, SIEVE_METRIC_DOT, 10);
+        spec_out a;
+        sieve_search_stats sa = spec_run(gpu, sieve_dev_matrix_view(dm), q, 4, &p, NULL, 0, &a);
+        cr_assert_eq(sa.select_speculated, 0, "speculated with the segmented select forced");
+        cr_assert_eq(sa.select_segmented, 4);
+        spec_free(gpu, 0, &a);
+        free(q);
+    }
+    cr_assert_eq(unsetenv("SIEVE_CUDA_SELECT"), 0);
+    cr_assert_eq(unsetenv("SIEVE_CUDA_SPECULATE"), 0);
+    free(del);
+    free(allow);
+    sieve_dev_matrix_destroy(dm);
+    sieve_dev_matrix_destroy(mm);
+    sieve_device_close(gpu);
+    sieve_device_close(cpu);
+}
+
 /* Runs one fused search with the given variant; returns the scores (caller frees). */
 static float *scores_with(const char *variant, const sieve_matrix *m, const float *q, uint32_t B,
                           uint32_t k, sieve_device *gpu) {
