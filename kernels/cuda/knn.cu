@@ -463,7 +463,11 @@ __global__ void extract_kernel(const uint64_t *sorted, size_t ld, const uint32_t
  * default 4-bit digits; 5 bits measured slower). Rows are unique within a query, so the
  * order is a full sort's. A query keeping more than T * IMAX candidates is left to the
  * segmented select: over[q] = 1 and *n_over counts it. Shared memory:
- * select_block_smem<T, IMAX>(most). */
+ * select_block_smem<T, IMAX>(most).
+ * Speculative (use == nullptr, the speculative select of sieve__cuda_knn): each block
+ * certifies its query as the host would (SelSpec), copies its count and secondary boundary
+ * into the report, and hands back (over[q] = 1) a query holding more than the staging
+ * (spec.stage) as well as one keeping more than it sorts; n_over is then nullptr. */
 template <int T, int I>
 using SelSort = cub::BlockRadixSort<uint64_t, T, I>;
 
@@ -487,7 +491,12 @@ struct SelOut {
 struct SelSpec {
     uint64_t n_e;
     uint32_t stage;
+    const uint32_t *thr2; /* speculative: copied into the report */
+    uint32_t *report;     /* speculative: [nq] counts, [nq] thr2, [nq] bytes `over` */
 };
+
+/* Bytes of the speculative select's report for nq queries. */
+__host__ __device__ constexpr size_t report_bytes(uint32_t nq) { return (size_t)nq * 9; }
 
 template <int T, int I>
 __device__ void sel_sort_write(unsigned char *smem, uint32_t q, uint32_t m, uint32_t hmin,
@@ -548,6 +557,10 @@ select_block_kernel(const uint64_t *cand, uint32_t cap, const uint32_t *cnt,
     /* use == nullptr: speculative, the host's certification test on the device */
     const uint32_t cq = cnt[q];
     const bool used = use ? use[q] != 0 : (cq >= o.k || cq >= spec.n_e) && cq <= cap;
+    if (!use && t == 0) { /* what the host certifies from, in the same copy as the results */
+        spec.report[q] = cq;
+        spec.report[gridDim.x + q] = spec.thr2[q];
+    }
     if (!used) { /* a recovery or the full path writes this query's results */
         if (t == 0) over[q] = 0;
         return;
@@ -555,7 +568,7 @@ select_block_kernel(const uint64_t *cand, uint32_t cap, const uint32_t *cnt,
     if ((cq < cap ? cq : cap) > spec.stage) { /* more than the staging holds (speculative) */
         if (t == 0) {
             over[q] = 1;
-            atomicAdd(n_over, 1u);
+            if (n_over) atomicAdd(n_over, 1u);
         }
         return;
     }
@@ -617,7 +630,7 @@ select_block_kernel(const uint64_t *cand, uint32_t cap, const uint32_t *cnt,
     }
     if (t == 0) over[q] = m > (uint32_t)T * IMAX;
     if (m > (uint32_t)T * IMAX) { /* more than the largest sort: the segmented select's */
-        if (t == 0) atomicAdd(n_over, 1u);
+        if (t == 0 && n_over) atomicAdd(n_over, 1u);
         return;
     }
     if (t == 0) o.counts[q] = m < o.k ? m : o.k;
@@ -924,7 +937,7 @@ struct Plan {
 
 struct Layout {
     size_t qf32, qprep, qsub, qn2, qn2sub, sample, thr, thr2, hi, edges, binw, hist, cnt, cand,
-        sorted, segb, sege, topm, use, idx, lo, outrows, outscores, outcounts, misc, tlog, cub, fullA, fullB,
+        sorted, segb, sege, topm, use, idx, lo, outrows, outscores, outcounts, report, misc, tlog, cub, fullA, fullB,
         fullcub, total;
     size_t cub_bytes, fullcub_bytes;
 };
@@ -996,9 +1009,13 @@ int make_layout(const Plan &pl, uint64_t n_rows, bool full_only, Layout *L) {
     L->use = take((size_t)np * 2); /* use, then the block select's overflow flags */
     L->idx = take((size_t)np * 4);
     L->lo = take((size_t)np * 4);
-    L->outrows = take((size_t)nq * pl.k * 8);
-    L->outscores = take((size_t)nq * pl.k * 4);
-    L->outcounts = take((size_t)nq * 4);
+    /* the results packed as the pinned staging buffer holds them (rows, scores, counts), then
+       the speculative select's report: one copy brings all of it */
+    const size_t nr = (size_t)nq * pl.k;
+    L->outrows = take(nr * 12 + (size_t)nq * 4 + report_bytes(nq));
+    L->outscores = L->outrows + nr * 8;
+    L->outcounts = L->outrows + nr * 12;
+    L->report = L->outcounts + (size_t)nq * 4;
     L->misc = take(64);
     if (!full_only) {
         L->sample = take((size_t)nq * pl.S * 4);
@@ -1337,20 +1354,24 @@ size_t staging_bytes(const Plan &pl) {
 }
 
 /* Queues a DIRECT or STAGED download on the stream (the staging buffer must already hold
- * staging_bytes); nothing waits for it. */
+ * staging_bytes, and report_bytes more with the report); nothing waits for it. STAGED is
+ * one copy of the packed results (make_layout), with the speculative select's report when
+ * `report`; DIRECT copies into the caller's arrays and leaves the report to the caller. */
 int download_queue(Search &S, Dl kind, int64_t *out_rows, float *out_scores,
-                   uint32_t *out_counts) {
+                   uint32_t *out_counts, bool report) {
     const size_t nr = (size_t)S.pl.nq * S.pl.k;
-    unsigned char *h = (unsigned char *)S.c->pinned;
-    void *rows = kind == Dl::DIRECT ? (void *)out_rows : (void *)h;
-    void *scores = kind == Dl::DIRECT ? (void *)out_scores : (void *)(h + nr * 8);
-    void *counts = kind == Dl::DIRECT ? (void *)out_counts : (void *)(h + nr * 12);
-    SIEVE_CUDA_TRY(cudaMemcpyAsync(rows, S.at<int64_t>(S.L.outrows), nr * 8,
+    if (kind == Dl::STAGED) {
+        const size_t bytes = nr * 12 + (size_t)S.pl.nq * 4 + (report ? report_bytes(S.pl.nq) : 0);
+        SIEVE_CUDA_TRY(cudaMemcpyAsync(S.c->pinned, S.at<int64_t>(S.L.outrows), bytes,
+                                       cudaMemcpyDeviceToHost, S.s));
+        return 0;
+    }
+    SIEVE_CUDA_TRY(cudaMemcpyAsync(out_rows, S.at<int64_t>(S.L.outrows), nr * 8,
                                    cudaMemcpyDeviceToHost, S.s));
-    SIEVE_CUDA_TRY(cudaMemcpyAsync(scores, S.at<float>(S.L.outscores), nr * 4,
+    SIEVE_CUDA_TRY(cudaMemcpyAsync(out_scores, S.at<float>(S.L.outscores), nr * 4,
                                    cudaMemcpyDeviceToHost, S.s));
-    if (counts)
-        SIEVE_CUDA_TRY(cudaMemcpyAsync(counts, S.at<uint32_t>(S.L.outcounts), S.pl.nq * 4,
+    if (out_counts)
+        SIEVE_CUDA_TRY(cudaMemcpyAsync(out_counts, S.at<uint32_t>(S.L.outcounts), S.pl.nq * 4,
                                        cudaMemcpyDeviceToHost, S.s));
     return 0;
 }
@@ -1372,7 +1393,7 @@ int download_results(Search &S, int64_t *out_rows, float *out_scores, uint32_t *
     int rc = kind == Dl::DIRECT ? 0 : ensure_pinned(S.c, staging_bytes(pl));
     if (rc) return rc;
     if (kind != Dl::PIPELINED) {
-        if ((rc = download_queue(S, kind, out_rows, out_scores, out_counts))) return rc;
+        if ((rc = download_queue(S, kind, out_rows, out_scores, out_counts, false))) return rc;
         SIEVE_CUDA_TRY(cudaStreamSynchronize(S.s));
         if (kind == Dl::STAGED) download_unstage(S, out_rows, out_scores, out_counts);
         return 0;
@@ -1485,11 +1506,14 @@ int launch_select_block(Search &S, const unsigned char *used, uint32_t most, int
                                         (int)smem));
     SelOut o = {S.at<float>(S.L.qn2), S.at<int64_t>(S.L.outrows), S.at<float>(S.L.outscores),
                 S.at<uint32_t>(S.L.outcounts), S.pl.k, metric};
-    const SelSpec spec = {S.n_e, (uint32_t)(smem / 8)};
+    const SelSpec spec = {S.n_e, (uint32_t)(smem / 8), S.at<uint32_t>(S.L.thr2),
+                          S.at<uint32_t>(S.L.report)};
+    unsigned char *over = used ? S.at<unsigned char>(S.L.use) + S.pl.nq_pad
+                               : S.at<unsigned char>(S.L.report) + (size_t)8 * S.pl.nq;
     kern<<<S.pl.nq, T, smem, S.s>>>(S.at<uint64_t>(S.L.cand), S.pl.cap, S.at<uint32_t>(S.L.cnt),
                                     used, S.at<uint32_t>(S.L.hist), S.at<float>(S.L.edges),
-                                    S.sp.n_rows, o, S.at<unsigned char>(S.L.use) + S.pl.nq_pad,
-                                    S.at<uint32_t>(S.L.misc + 16), spec);
+                                    S.sp.n_rows, o, over,
+                                    used ? S.at<uint32_t>(S.L.misc + 16) : nullptr, spec);
     SIEVE_CUDA_LAUNCH_CHECK();
     return 0;
 }
@@ -1565,10 +1589,10 @@ uint32_t speculation(const Plan &pl) {
     return pl.k <= 256 ? SEL_SMALL_T : SEL_T;
 }
 
-/* Where the speculative select's counts, secondary boundaries and handed-back count land in
- * the pinned buffer: after the staged download's bytes. */
-size_t spec_offset(const Plan &pl) { return align_up(staging_bytes(pl), 64); }
-size_t spec_pinned_bytes(const Plan &pl) { return spec_offset(pl) + (size_t)pl.nq * 8 + 64; }
+/* Where the speculative select's report lands in the pinned buffer: after the staged
+ * results, as on the device (make_layout). */
+size_t spec_offset(const Plan &pl) { return (size_t)pl.nq * pl.k * 12 + (size_t)pl.nq * 4; }
+size_t spec_pinned_bytes(const Plan &pl) { return spec_offset(pl) + report_bytes(pl.nq) + 64; }
 
 int setup(Search &S, void *ctx, const sieve_matrix *m, uint32_t nq, const sieve_search_params *p,
           bool full_only) {
@@ -1712,28 +1736,24 @@ extern "C" int sieve__cuda_knn(void *ctx, const sieve_matrix *m, const float *qu
         std::vector<uint32_t> cnt(n_queries), thr2(n_queries);
         uint32_t spec_over = 0;
         if (spec) { /* select and download first, then the same sync */
-            uint32_t *hc = (uint32_t *)((unsigned char *)S.c->pinned + spec_offset(pl));
-            SIEVE_CUDA_TRY(cudaMemcpyAsync(hc, S.at<uint32_t>(S.L.cnt), n_queries * 4,
-                                           cudaMemcpyDeviceToHost, S.s));
-            SIEVE_CUDA_TRY(cudaMemcpyAsync(hc + n_queries, S.at<uint32_t>(S.L.thr2),
-                                           n_queries * 4, cudaMemcpyDeviceToHost, S.s));
-            uint32_t *n_over = S.at<uint32_t>(S.L.misc + 16);
-            SIEVE_CUDA_TRY(cudaMemsetAsync(n_over, 0, 4, S.s));
             const uint32_t most = std::min<uint32_t>(pl.cap, SEL_STAGE);
             rc = spec == SEL_SMALL_T
                      ? launch_select_block<SEL_SMALL_T, SEL_SMALL_I>(S, nullptr, most, metric)
                      : launch_select_block<SEL_T, SEL_I>(S, nullptr, most, metric);
             if (rc) return rc;
-            SIEVE_CUDA_TRY(cudaMemcpyAsync(hc + 2 * n_queries, n_over, 4,
-                                           cudaMemcpyDeviceToHost, S.s));
+            unsigned char *hr = (unsigned char *)S.c->pinned + spec_offset(pl);
             spec_dl = download_kind(S, out_rows, out_scores);
+            if (spec_dl != Dl::STAGED) /* the report alone; STAGED brings it with the results */
+                SIEVE_CUDA_TRY(cudaMemcpyAsync(hr, S.at<unsigned char>(S.L.report),
+                                               report_bytes(n_queries), cudaMemcpyDeviceToHost,
+                                               S.s));
             if (spec_dl != Dl::PIPELINED &&
-                (rc = download_queue(S, spec_dl, out_rows, out_scores, out_counts)))
+                (rc = download_queue(S, spec_dl, out_rows, out_scores, out_counts, true)))
                 return rc;
             SIEVE_CUDA_TRY(cudaStreamSynchronize(S.s));
-            memcpy(cnt.data(), hc, n_queries * 4);
-            memcpy(thr2.data(), hc + n_queries, n_queries * 4);
-            spec_over = hc[2 * n_queries];
+            memcpy(cnt.data(), hr, n_queries * 4);
+            memcpy(thr2.data(), hr + (size_t)n_queries * 4, n_queries * 4);
+            for (uint32_t q = 0; q < n_queries; q++) spec_over += hr[(size_t)n_queries * 8 + q];
             st.select_speculated = 1;
         } else {
             SIEVE_CUDA_TRY(cudaMemcpyAsync(thr2.data(), S.at<uint32_t>(S.L.thr2), n_queries * 4,
