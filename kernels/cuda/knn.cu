@@ -1573,20 +1573,28 @@ int select_segmented(Search &S, const unsigned char *used, int metric) {
  * calls of a few queries over 1M rows. The host then certifies from the same counts; if a
  * query is not certified, or keeps more candidates than its block stages or sorts, the call
  * goes on exactly as without speculation (recoveries, the select again, the download
- * again), so no answer depends on it. Returns 0 (off) or the block's threads: 256 for
- * k <= 256 (whose kept candidates stay within the 1024 that block sorts), else 1024.
- * SIEVE_CUDA_SPECULATE=0 turns it off; =small always takes the 256-thread block (tests: a
- * query keeping more than that block sorts). */
+ * again), so no answer depends on it. Returns 0 (off) or the block's threads: 256 where a
+ * query is expected to admit at most 768 rows (three quarters of what that block sorts),
+ * else 1024. Measured on the H200 (bench/RESULTS.md, "Speculative select"): the 256-thread
+ * block is 12-50 us faster at 1M rows, k <= 128 (100-550 rows admitted), but at 5M rows
+ * with 16 or more queries some query keeps more than 1024 and the speculation misses.
+ * SIEVE_CUDA_SPECULATE=0 turns it off; =small or =large forces the 256- or the 1024-thread
+ * block (tests: a query keeping more than the small block sorts; benchmarks). */
 constexpr uint32_t SEL_SPEC_MAX_K = 8192;
 
-uint32_t speculation(const Plan &pl) {
+uint32_t speculation(const Plan &pl, uint64_t n_rows) {
     const char *e = getenv("SIEVE_CUDA_SPECULATE");
     if (e && !strcmp(e, "0")) return 0;
     const char *sel = getenv("SIEVE_CUDA_SELECT");
     if (sel && !strcmp(sel, "segmented")) return 0;
     if (pl.nq > SEL_SMALL_MAX_QUERIES || pl.k > SEL_SPEC_MAX_K) return 0;
     if (e && !strcmp(e, "small")) return SEL_SMALL_T;
-    return pl.k <= 256 ? SEL_SMALL_T : SEL_T;
+    if (e && !strcmp(e, "large")) return SEL_T;
+    /* rows above the sample's rank-j key: what a query admits before the scan tightens */
+    uint32_t j, j2;
+    ranks_for(pl.k, pl.S, n_rows, &j, &j2);
+    const double admits = ((double)j + 1.0) * (double)n_rows / (double)pl.S;
+    return admits <= 0.75 * SEL_SMALL_T * SEL_SMALL_I ? SEL_SMALL_T : SEL_T;
 }
 
 /* Where the speculative select's report lands in the pinned buffer: after the staged
@@ -1669,7 +1677,7 @@ extern "C" int sieve__cuda_knn(void *ctx, const sieve_matrix *m, const float *qu
     const int metric = (p->flags & SIEVE_SEARCH_RAW_KEYS) ? 0 : (int)p->metric;
     /* the speculative select's pinned bytes first: growing the buffer later would free it
        under the queries' upload */
-    const uint32_t spec = speculation(pl);
+    const uint32_t spec = speculation(pl, m->n_rows);
     if (spec && (rc = ensure_pinned(S.c, spec_pinned_bytes(pl)))) return rc;
 
     rc = upload_queries(S, queries);
