@@ -1570,7 +1570,10 @@ int select_segmented(Search &S, const unsigned char *used, int metric) {
  * scan, each query certified on the device by the host's own test (select_block_kernel with
  * use == nullptr), so a call whose queries all certify waits for the device once instead of
  * three times (for the counts, the select, the download): the fixed cost that dominates
- * calls of a few queries over 1M rows. The host then certifies from the same counts; if a
+ * calls of a few queries over 1M rows. Not where the results go through the pipelined
+ * download (large results into pageable arrays): there the download's milliseconds dwarf a
+ * round trip, and the speculative calls measured 0.1-0.17 ms slower at 5M rows, B = 64,
+ * k = 8192 (cause not established). The host then certifies from the same counts; if a
  * query is not certified, or keeps more candidates than its block stages or sorts, the call
  * goes on exactly as without speculation (recoveries, the select again, the download
  * again), so no answer depends on it. Returns 0 (off) or the block's threads: 256 where a
@@ -1582,12 +1585,12 @@ int select_segmented(Search &S, const unsigned char *used, int metric) {
  * block (tests: a query keeping more than the small block sorts; benchmarks). */
 constexpr uint32_t SEL_SPEC_MAX_K = 8192;
 
-uint32_t speculation(const Plan &pl, uint64_t n_rows) {
+uint32_t speculation(const Plan &pl, uint64_t n_rows, Dl dl) {
     const char *e = getenv("SIEVE_CUDA_SPECULATE");
     if (e && !strcmp(e, "0")) return 0;
     const char *sel = getenv("SIEVE_CUDA_SELECT");
     if (sel && !strcmp(sel, "segmented")) return 0;
-    if (pl.nq > SEL_SMALL_MAX_QUERIES || pl.k > SEL_SPEC_MAX_K) return 0;
+    if (pl.nq > SEL_SMALL_MAX_QUERIES || pl.k > SEL_SPEC_MAX_K || dl == Dl::PIPELINED) return 0;
     if (e && !strcmp(e, "small")) return SEL_SMALL_T;
     if (e && !strcmp(e, "large")) return SEL_T;
     /* rows above the sample's rank-j key: what a query admits before the scan tightens */
@@ -1677,7 +1680,8 @@ extern "C" int sieve__cuda_knn(void *ctx, const sieve_matrix *m, const float *qu
     const int metric = (p->flags & SIEVE_SEARCH_RAW_KEYS) ? 0 : (int)p->metric;
     /* the speculative select's pinned bytes first: growing the buffer later would free it
        under the queries' upload */
-    const uint32_t spec = speculation(pl, m->n_rows);
+    const Dl dl = download_kind(S, out_rows, out_scores);
+    const uint32_t spec = speculation(pl, m->n_rows, dl);
     if (spec && (rc = ensure_pinned(S.c, spec_pinned_bytes(pl)))) return rc;
 
     rc = upload_queries(S, queries);
@@ -1697,7 +1701,7 @@ extern "C" int sieve__cuda_knn(void *ctx, const sieve_matrix *m, const float *qu
     std::vector<unsigned char> use(n_queries, 0);
     std::vector<uint32_t> cnt_final; /* admitted counts after any rescan */
     bool selected = false;           /* the speculative select answered every query */
-    Dl spec_dl = Dl::PIPELINED;      /* its download, queued unless PIPELINED */
+    Dl spec_dl = Dl::PIPELINED;      /* its download (DIRECT or STAGED), queued with it */
     if (direct) {
         for (uint32_t q = 0; q < n_queries; q++) {
             all_full.push_back(q);
@@ -1750,14 +1754,12 @@ extern "C" int sieve__cuda_knn(void *ctx, const sieve_matrix *m, const float *qu
                      : launch_select_block<SEL_T, SEL_I>(S, nullptr, most, metric);
             if (rc) return rc;
             unsigned char *hr = (unsigned char *)S.c->pinned + spec_offset(pl);
-            spec_dl = download_kind(S, out_rows, out_scores);
-            if (spec_dl != Dl::STAGED) /* the report alone; STAGED brings it with the results */
+            spec_dl = dl;
+            if (dl == Dl::DIRECT) /* the report alone; STAGED brings it with the results */
                 SIEVE_CUDA_TRY(cudaMemcpyAsync(hr, S.at<unsigned char>(S.L.report),
                                                report_bytes(n_queries), cudaMemcpyDeviceToHost,
                                                S.s));
-            if (spec_dl != Dl::PIPELINED &&
-                (rc = download_queue(S, spec_dl, out_rows, out_scores, out_counts, true)))
-                return rc;
+            if ((rc = download_queue(S, dl, out_rows, out_scores, out_counts, true))) return rc;
             SIEVE_CUDA_TRY(cudaStreamSynchronize(S.s));
             memcpy(cnt.data(), hr, n_queries * 4);
             memcpy(thr2.data(), hr + (size_t)n_queries * 4, n_queries * 4);

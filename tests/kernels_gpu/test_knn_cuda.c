@@ -432,12 +432,12 @@ static void spec_free(sieve_device *gpu, int pinned, spec_out *o) {
 /* The speculative select (the select and the download queued behind the scan, certified on
  * the device, one wait for it) against the select after the host's certification
  * (SIEVE_CUDA_SPECULATE=0) and the materialized full sort: the same rows, scores, counts and
- * paths, bit for bit, into pageable arrays (staged, and the pipelined download of a large
- * result) and page-locked ones, and the statistics say whether it ran and whether it
- * missed: certified batches at k = 1 to 8192 with Dot, Euclid and masks (no miss), forced
- * underfill and overflow (a miss: recoveries after all), queries keeping more candidates than
- * the 256-thread block sorts (SIEVE_CUDA_SPECULATE=small at k = 1500: a miss), and the
- * limits (129 queries, k = 12288, the segmented select forced: not speculated). */
+ * paths, bit for bit, into pageable arrays (staged) and page-locked ones, and the statistics
+ * say whether it ran and whether it missed: certified batches at k = 1 to 8192 with Dot,
+ * Euclid and masks (no miss), forced underfill and overflow (a miss: recoveries after all),
+ * queries keeping more candidates than the 256-thread block sorts (SIEVE_CUDA_SPECULATE=small
+ * at k = 1500: a miss), and the limits (129 queries, k = 12288, a large result into pageable
+ * arrays, the segmented select forced: not speculated). */
 Test(knn_cuda, speculative_select_matches_certify_first, .timeout = 900) {
     SKIP_WITHOUT_GPU();
     sieve_device *gpu = NULL, *cpu = NULL;
@@ -463,7 +463,8 @@ Test(knn_cuda, speculative_select_matches_certify_first, .timeout = 900) {
         {dm, SIEVE_METRIC_DOT, 64, 1024, PLAIN, 0, NULL},
         {dm, SIEVE_METRIC_DOT, 128, 128, PLAIN, 1, NULL},
         {dm, SIEVE_METRIC_DOT, 3, 8192, PLAIN, 0, NULL},
-        {dm, SIEVE_METRIC_DOT, 128, 8192, PLAIN, 0, NULL}, /* 12.6 MB: pipelined download */
+        {dm, SIEVE_METRIC_DOT, 128, 8192, PLAIN, 1, NULL},
+        {dm, SIEVE_METRIC_DOT, 128, 8192, NOT_SPEC, 0, NULL}, /* 12.6 MB pageable: pipelined */
         {mm, SIEVE_METRIC_COSINE, 5, 100, PLAIN, 0, NULL},
         {dm, SIEVE_METRIC_DOT, 7, 100, UNDERFILL, 0, NULL},
         {dm, SIEVE_METRIC_DOT, 7, 100, OVERFLOW, 1, NULL},
