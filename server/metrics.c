@@ -239,10 +239,21 @@ void sieve__metrics_render(sieve_server *s, sieve__sbuf *o) {
                           "the GPU ordered with the segmented sort (the others: a block sort "
                           "in shared memory).\n"
                           "# TYPE sieve_search_select_segmented_total counter\n"
-                          "sieve_search_select_segmented_total %llu\n",
+                          "sieve_search_select_segmented_total %llu\n"
+                          "# HELP sieve_search_select_speculated_total Batches whose GPU select "
+                          "and result download were queued behind the scan before the host "
+                          "certified them (one wait for the device).\n"
+                          "# TYPE sieve_search_select_speculated_total counter\n"
+                          "sieve_search_select_speculated_total %llu\n"
+                          "# HELP sieve_search_speculation_missed_total Speculated batches that "
+                          "ran recoveries or the select again after all.\n"
+                          "# TYPE sieve_search_speculation_missed_total counter\n"
+                          "sieve_search_speculation_missed_total %llu\n",
                        (unsigned long long)c->search.rows_scanned,
                        (unsigned long long)c->search.rescans,
-                       (unsigned long long)c->search.select_segmented);
+                       (unsigned long long)c->search.select_segmented,
+                       (unsigned long long)c->search.select_speculated,
+                       (unsigned long long)c->search.speculation_missed);
     sieve__sbuf_printf(o, "# HELP sieve_filter_masks_total Filter masks built by visiting rows "
                           "(built) or reused (cached).\n"
                           "# TYPE sieve_filter_masks_total counter\n"

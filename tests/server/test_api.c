@@ -49,7 +49,9 @@ Test(service, root_health_metrics_and_unknown_routes) {
                            "sieve_http_request_duration_seconds_bucket", "sieve_batch_size_count",
                            "sieve_kernel_seconds_count", "sieve_device_memory_used_bytes",
                            "sieve_collection_points", "sieve_search_path_total",
-                           "sieve_search_select_segmented_total"};
+                           "sieve_search_select_segmented_total",
+                           "sieve_search_select_speculated_total 0",
+                           "sieve_search_speculation_missed_total 0"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         cr_assert(strstr(R.body, names[i]), "metrics lack %s:\n%s", names[i], R.body);
     stop_ok();
