@@ -14,7 +14,9 @@
  *      row materialised and sorted), so no answer depends on the sample;
  *   5. select: per query, the candidates at or above the threshold bin sorted (key desc,
  *      row asc) and the first k written out: by one block in shared memory where they fit
- *      (select_block_kernel), else by one segmented sort.
+ *      (select_block_kernel), else by one segmented sort. For up to 128 queries the block
+ *      select and the download usually run before step 4, speculatively (speculation()):
+ *      the blocks certify on the device, and step 4 checks their report.
  * Must not: be called except through kernels/device.c; allocate on the fused path when the
  * caller passes scratch.
  */
