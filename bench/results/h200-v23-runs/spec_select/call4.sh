@@ -2,15 +2,7 @@
 # threads, sorts up to 1024 kept candidates) against =large (1024 threads, up to 12288), and
 # main, in the order main, small, large, large, small, main. Prints fused ms and, after a
 # slash, 1 where the speculation missed. Everything lands in $OUT/call4.tar.gz.
-. bench/results/h200-v22-runs/common.sh
-D=$OUT/c4; mkdir -p $D
-run() { # label, build dir, env, args
-  local l=$1 b=$2 e=$3; shift 3
-  env $e LD_LIBRARY_PATH=.deps/$b/lib timeout 60 .deps/$b/build/bench/sieve-bench knn "$@" --repeat 20 --no-materialized --json $D/t_$l.json > $D/t_$l.log 2>&1
-  echo "$l: $(python3 -c '
-import json,sys
-print(" | ".join("%d/%d %.3f/%s" % (r["batch"], r["k"], r["fused_ms"], r.get("speculation_missed","-")) for r in map(json.loads, open(sys.argv[1]))))' $D/t_$l.json)"
-}
+D=$OUT/c4; . bench/results/h200-v23-runs/spec_select/common.sh
 A1="--n 1m --batch 1,16,64,128 --k 10,128"
 A2="--n 5m --batch 1,16,64,128 --k 10,128"
 for s in base1:gpu-base:X=1 small1:gpu:SIEVE_CUDA_SPECULATE=small large1:gpu:SIEVE_CUDA_SPECULATE=large \
