@@ -11,12 +11,13 @@ gpu_suite() {
   echo "rc $?"; grep -E "^\[(FAIL|====)|assert" $D/test_knn_cuda.log | tail -8
 }
 # run LABEL BUILD ENV ARGS...: sieve-bench knn of .deps/BUILD with the setting ENV (X=1 for
-# none), 20 timed calls, no materialized path; prints B/k fused_ms/speculation_missed
+# none), 20 timed calls, no materialized path; prints B/k fused_ms/speculation_missed and,
+# where the build reports it, /g and graph_launches of the last call
 run() {
   local l=$1 b=$2 e=$3; shift 3
   env $e LD_LIBRARY_PATH=.deps/$b/lib timeout 60 .deps/$b/build/bench/sieve-bench knn "$@" \
     --repeat 20 --no-materialized --json $D/t_$l.json > $D/t_$l.log 2>&1
   echo "$l: $(python3 -c '
 import json,sys
-print(" | ".join("%d/%d %.3f/%s" % (r["batch"], r["k"], r["fused_ms"], r.get("speculation_missed","-")) for r in map(json.loads, open(sys.argv[1]))))' $D/t_$l.json)"
+print(" | ".join("%d/%d %.3f/%s%s" % (r["batch"], r["k"], r["fused_ms"], r.get("speculation_missed","-"), "/g%d" % r["graph_launches"] if "graph_launches" in r else "") for r in map(json.loads, open(sys.argv[1]))))' $D/t_$l.json)"
 }
