@@ -153,7 +153,17 @@ static void knn_usage(FILE *f) {
             "  --queries FILE     queries from a vector file: a batch of B is its first B\n"
             "                     rows (default: normal random queries)\n"
             "  --json FILE        also append one JSON object per shape to FILE\n"
-            "  -h, --help         this help\n");
+            "  -h, --help         this help\n"
+            "\n"
+            "environment (the CUDA backend; none changes an answer, each is for A/B runs):\n"
+            "  SIEVE_CUDA_SCAN=V        scan variant: mma, wg64x128, wg128x128s3, tma64x256,\n"
+            "                           tma64x128, tma128x256, tma64x128s, tma64x256s,\n"
+            "                           tma128x256s, the wg forms with -direct; f32tile for\n"
+            "                           float32 (default: chosen by batch and k)\n"
+            "  SIEVE_CUDA_SELECT=S      block | segmented: the select step's sort\n"
+            "  SIEVE_CUDA_SPECULATE=S   0 | small | large: the speculative select (select and\n"
+            "                           download queued behind the scan, up to 128 queries)\n"
+            "                           off, or with the 256- or 1024-thread block\n");
 }
 
 static int knn_parse(int argc, char **argv, knn_opts *o) {
