@@ -98,7 +98,9 @@ def main():
     if ceil:
         out.append("Measured ceilings in this run: " + ", ".join(f"{k} {v:.2f}" for k, v in sorted(ceil.items())) + "\n")
     # "of which download": copying the results to the caller's host arrays, part of the
-    # fused time (torch's time, CUDA events around matmul + topk, has no such copy)
+    # fused time (torch's time, CUDA events around matmul + topk, has no such copy); "in
+    # scan" where the call speculated on its select (select_speculated): the download was
+    # queued behind the scan and waited for with it, so it has no time of its own
     # "results": where the caller's query and result arrays live (sieve-bench --results;
     # pinned ones are read and written by the copy engine directly, pageable ones through a
     # staging buffer)
@@ -111,9 +113,14 @@ def main():
         vs = f"{t / r['fused_ms']:.2f}x" if t else "-"
         def num(v, fmt):
             return format(v, fmt) if isinstance(v, (int, float)) else "-"
+
+        def dl(r):
+            if r.get("select_speculated") and not r.get("speculation_missed"):
+                return "in scan"
+            return num(r.get("download_ms"), ".3f")
         out.append(
             f"| {r['n']:,} | {r['dtype']} | {res(r)} | {r['batch']} | {r['k']} | {num(r['fused_ms'], '.3f')} | "
-            f"{num(r.get('download_ms'), '.3f')} | {num(r['materialized_ms'], '.2f')} | {num(t, '.3f')} | {num(r['floor_ms'], '.3f')} | "
+            f"{dl(r)} | {num(r['materialized_ms'], '.2f')} | {num(t, '.3f')} | {num(r['floor_ms'], '.3f')} | "
             f"{pct:.0f}% | {vs} | {r['admitted_per_query']:.0f} | {r['exact']} | "
             f"{'/'.join(str(x) for x in r['paths'])} |")
     # what large k costs: fused time at k over the same shape's time at k = 128

@@ -32,6 +32,9 @@ def main():
         row(5_000_000, "float32", 16, 128, 4.0, 3.6),        # 1.11x
         row(5_000_000, "float32", 16, 1024, 4.2, 3.6),       # 1.17x; +5% over k = 128
     ]
+    # a speculated call: its download has no time of its own ("in scan"); a missed one does
+    rows[4].update(select_speculated=1, speculation_missed=0)
+    rows[5].update(select_speculated=1, speculation_missed=1)
     tmp = tempfile.mkdtemp(prefix="test-report-knn-")
     src = os.path.join(tmp, "knn.json")
     with open(src, "w") as f:
@@ -52,6 +55,8 @@ def main():
     check(sum(1 for x in lines if x.startswith("| 5,000,000 | float16 |") and "| yes |" in x) == 3,
           "three float16 5M lines in the table", text[:400], 3)
     has("| 5,000,000 | float16 | pageable | 64 | 128 | 2.000 | 0.010 | - | - | 1.800 | 90% | - | 1280 | yes | 64/0/0/0/0 |")
+    has("| 5,000,000 | float32 | pageable | 16 | 128 | 4.000 | in scan | - | - | 3.600 | 90% | - | 1280 | yes | 16/0/0/0/0 |")
+    has("| 5,000,000 | float32 | pageable | 16 | 1024 | 4.200 | 0.010 | - | - | 3.600 | 86% | - | 10240 | yes | 16/0/0/0/0 |")
     # cost of large k
     has("| 5,000,000 | float16 | pageable | 64 | 2.000 | - | +20% |")
     # the summary against the targets
