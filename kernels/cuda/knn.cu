@@ -937,6 +937,13 @@ struct Plan {
     bool direct_possible;
 };
 
+/* Bytes of the packed results (rows, scores, then counts at nq * k * 12), as the device
+ * layout and the pinned staging buffer both hold them; the speculative select's report
+ * follows them in both. */
+size_t results_bytes(const Plan &pl) {
+    return (size_t)pl.nq * pl.k * 12 + (size_t)pl.nq * 4;
+}
+
 struct Layout {
     size_t qf32, qprep, qsub, qn2, qn2sub, sample, thr, thr2, hi, edges, binw, hist, cnt, cand,
         sorted, segb, sege, topm, use, idx, lo, outrows, outscores, outcounts, report, misc, tlog, cub, fullA, fullB,
@@ -1014,10 +1021,10 @@ int make_layout(const Plan &pl, uint64_t n_rows, bool full_only, Layout *L) {
     /* the results packed as the pinned staging buffer holds them (rows, scores, counts), then
        the speculative select's report: one copy brings all of it */
     const size_t nr = (size_t)nq * pl.k;
-    L->outrows = take(nr * 12 + (size_t)nq * 4 + report_bytes(nq));
+    L->outrows = take(results_bytes(pl) + report_bytes(nq));
     L->outscores = L->outrows + nr * 8;
     L->outcounts = L->outrows + nr * 12;
-    L->report = L->outcounts + (size_t)nq * 4;
+    L->report = L->outrows + results_bytes(pl);
     L->misc = take(64);
     if (!full_only) {
         L->sample = take((size_t)nq * pl.S * 4);
@@ -1350,10 +1357,7 @@ Dl download_kind(const Search &S, const int64_t *out_rows, const float *out_scor
 
 /* Bytes of the pinned staging buffer the STAGED and PIPELINED downloads use: rows, scores,
  * counts (at nr * 12) and slack. */
-size_t staging_bytes(const Plan &pl) {
-    const size_t nr = (size_t)pl.nq * pl.k;
-    return nr * 12 + (size_t)pl.nq * 4 + 64;
-}
+size_t staging_bytes(const Plan &pl) { return results_bytes(pl) + 64; }
 
 /* Queues a DIRECT or STAGED download on the stream (the staging buffer must already hold
  * staging_bytes, and report_bytes more with the report); nothing waits for it. STAGED is
@@ -1363,7 +1367,7 @@ int download_queue(Search &S, Dl kind, int64_t *out_rows, float *out_scores,
                    uint32_t *out_counts, bool report) {
     const size_t nr = (size_t)S.pl.nq * S.pl.k;
     if (kind == Dl::STAGED) {
-        const size_t bytes = nr * 12 + (size_t)S.pl.nq * 4 + (report ? report_bytes(S.pl.nq) : 0);
+        const size_t bytes = results_bytes(S.pl) + (report ? report_bytes(S.pl.nq) : 0);
         SIEVE_CUDA_TRY(cudaMemcpyAsync(S.c->pinned, S.at<int64_t>(S.L.outrows), bytes,
                                        cudaMemcpyDeviceToHost, S.s));
         return 0;
@@ -1602,10 +1606,9 @@ uint32_t speculation(const Plan &pl, uint64_t n_rows, Dl dl) {
     return admits <= 0.75 * SEL_SMALL_T * SEL_SMALL_I ? SEL_SMALL_T : SEL_T;
 }
 
-/* Where the speculative select's report lands in the pinned buffer: after the staged
- * results, as on the device (make_layout). */
-size_t spec_offset(const Plan &pl) { return (size_t)pl.nq * pl.k * 12 + (size_t)pl.nq * 4; }
-size_t spec_pinned_bytes(const Plan &pl) { return spec_offset(pl) + report_bytes(pl.nq) + 64; }
+/* Pinned bytes the speculative select needs: the staged results, then its report (at
+ * results_bytes, as on the device). */
+size_t spec_pinned_bytes(const Plan &pl) { return results_bytes(pl) + report_bytes(pl.nq) + 64; }
 
 int setup(Search &S, void *ctx, const sieve_matrix *m, uint32_t nq, const sieve_search_params *p,
           bool full_only) {
@@ -1703,7 +1706,6 @@ extern "C" int sieve__cuda_knn(void *ctx, const sieve_matrix *m, const float *qu
     std::vector<unsigned char> use(n_queries, 0);
     std::vector<uint32_t> cnt_final; /* admitted counts after any rescan */
     bool selected = false;           /* the speculative select answered every query */
-    Dl spec_dl = Dl::PIPELINED;      /* its download (DIRECT or STAGED), queued with it */
     if (direct) {
         for (uint32_t q = 0; q < n_queries; q++) {
             all_full.push_back(q);
@@ -1755,8 +1757,7 @@ extern "C" int sieve__cuda_knn(void *ctx, const sieve_matrix *m, const float *qu
                      ? launch_select_block<SEL_SMALL_T, SEL_SMALL_I>(S, nullptr, most, metric)
                      : launch_select_block<SEL_T, SEL_I>(S, nullptr, most, metric);
             if (rc) return rc;
-            unsigned char *hr = (unsigned char *)S.c->pinned + spec_offset(pl);
-            spec_dl = dl;
+            unsigned char *hr = (unsigned char *)S.c->pinned + results_bytes(pl);
             if (dl == Dl::DIRECT) /* the report alone; STAGED brings it with the results */
                 SIEVE_CUDA_TRY(cudaMemcpyAsync(hr, S.at<unsigned char>(S.L.report),
                                                report_bytes(n_queries), cudaMemcpyDeviceToHost,
@@ -1844,10 +1845,11 @@ extern "C" int sieve__cuda_knn(void *ctx, const sieve_matrix *m, const float *qu
         if ((rc = full_path(S, all_full, &st))) return rc;
     }
     double t_dl = sieve__now_ms();
-    if (selected && spec_dl == Dl::STAGED) download_unstage(S, out_rows, out_scores, out_counts);
-    else if (!(selected && spec_dl == Dl::DIRECT) &&
-             (rc = download_results(S, out_rows, out_scores, out_counts)))
-        return rc;
+    if (!selected) {
+        if ((rc = download_results(S, out_rows, out_scores, out_counts))) return rc;
+    } else if (dl == Dl::STAGED) { /* speculation queued the download (never PIPELINED) */
+        download_unstage(S, out_rows, out_scores, out_counts);
+    }
     double t_end = sieve__now_ms();
 
     for (uint32_t q = 0; q < n_queries; q++) st.path_count[path[q]]++;
