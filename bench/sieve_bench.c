@@ -163,7 +163,11 @@ static void knn_usage(FILE *f) {
             "  SIEVE_CUDA_SELECT=S      block | segmented: the select step's sort\n"
             "  SIEVE_CUDA_SPECULATE=S   0 | small | large: the speculative select (select and\n"
             "                           download queued behind the scan, up to 128 queries)\n"
-            "                           off, or with the 256- or 1024-thread block\n");
+            "                           off, or with the 256- or 1024-thread block\n"
+            "  SIEVE_CUDA_PDL=V         1 | 0 | a list of sample,propose,gate,select: the\n"
+            "                           launches chained behind the one before (programmatic\n"
+            "                           dependent launch, sm_90): every one at any batch, none,\n"
+            "                           or those (default: every one up to 8 queries)\n");
 }
 
 static int knn_parse(int argc, char **argv, knn_opts *o) {
@@ -647,7 +651,8 @@ static int run_knn(int argc, char **argv) {
                                 "\"floor_ms\":%s,\"exact\":\"%s\",\"admitted_per_query\":%.1f,"
                                 "\"sample_ms\":%.4f,\"scan_ms\":%.4f,\"select_ms\":%.4f,\"download_ms\":%.4f,"
                                 "\"paths\":[%llu,%llu,%llu,%llu,%llu],\"select_segmented\":%llu,"
-                                "\"select_speculated\":%llu,\"speculation_missed\":%llu}\n",
+                                "\"select_speculated\":%llu,\"speculation_missed\":%llu,"
+                                "\"launches_chained\":%llu}\n",
                                 info.name, (unsigned long long)n, o.dim, sieve_dtype_name(dt),
                                 sieve_metric_name(o.metric), data_label,
                                 o.pinned_results ? "pinned" : "pageable", o.sample_rows, B, k,
@@ -659,7 +664,8 @@ static int run_knn(int argc, char **argv) {
                                 (unsigned long long)st.path_count[4],
                                 (unsigned long long)st.select_segmented,
                                 (unsigned long long)st.select_speculated,
-                                (unsigned long long)st.speculation_missed);
+                                (unsigned long long)st.speculation_missed,
+                                (unsigned long long)st.launches_chained);
                     free(t);
                     sieve_device_free(dev, scratch);
                     res_free(dev, o.pinned_results, rows);

@@ -176,6 +176,7 @@ void sieve_search_stats_add(sieve_search_stats *a, const sieve_search_stats *b) 
     a->select_segmented += b->select_segmented;
     a->select_speculated += b->select_speculated;
     a->speculation_missed += b->speculation_missed;
+    a->launches_chained += b->launches_chained;
     a->ms_sample += b->ms_sample;
     a->ms_scan += b->ms_scan;
     a->ms_select += b->ms_select;

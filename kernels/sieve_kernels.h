@@ -106,6 +106,7 @@ typedef struct sieve_device_info {
     uint64_t memory_total;      /* device memory in bytes (0 for the CPU) */
     uint64_t memory_free;       /* at the time of the call (0 for the CPU) */
     int multiprocessors;        /* 0 for the CPU */
+    int compute_capability;     /* a GPU's major * 10 + minor (90: Hopper), 0 for the CPU */
 } sieve_device_info;
 
 /* For executables, first thing in main: when OpenBLAS did not recognise this CPU and fell
@@ -293,6 +294,11 @@ typedef struct sieve_search_stats {
     uint64_t speculation_missed;  /* of those, calls in which a query was not certified or kept
                                      more candidates than its block sorts: recoveries and the
                                      select ran after all, as without speculation */
+    uint64_t launches_chained;    /* CUDA: kernels launched behind the one before by programmatic
+                                     dependent launch (query preparation, sample scan, propose,
+                                     gate scan, speculative select; scheduled while their
+                                     predecessor still runs, waiting on the device for its
+                                     results) */
     double ms_sample, ms_scan, ms_select, ms_total; /* wall time of each phase */
     double ms_download; /* part of ms_select: copying the results to the caller's arrays */
 } sieve_search_stats;

@@ -62,6 +62,7 @@ extern "C" int sieve__cuda_info(void *ctx, sieve_device_info *info) {
     info->memory_total = tot;
     info->memory_free = fr;
     info->multiprocessors = c->prop.multiProcessorCount;
+    info->compute_capability = c->prop.major * 10 + c->prop.minor;
     return 0;
 }
 

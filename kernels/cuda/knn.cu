@@ -66,12 +66,17 @@ float host_float_of_ord(uint32_t o) {
  * |q|^2 is one thread's fmaf chain in index order (the CPU's order); with `staged` the
  * block first copies the row into dynamic shared memory (dim floats), so the chain reads
  * shared memory instead of waiting on global loads (Nsight Compute on the H200, B = 64:
- * 25 us a call reading global memory). */
+ * 25 us a call reading global memory). Also zeroes the gate scan's tile counter `ctr`
+ * (the chained gate scan's producer counts on it before it waits: scan.cuh, pdl_wait).
+ * The first kernel of the search's chain: the sample scan behind it waits for it. */
 template <typename T>
 __global__ void prep_queries_kernel(const float *qf, uint32_t nq, uint32_t nq_pad, uint32_t dim,
-                                    uint32_t dpad, int metric, bool staged, T *out, float *qn2) {
+                                    uint32_t dpad, int metric, bool staged, T *out, float *qn2,
+                                    uint32_t *ctr) {
+    pdl_trigger();
     extern __shared__ float qrow[];
     uint32_t q = blockIdx.x;
+    if (q == 0 && threadIdx.x == 0) *ctr = 0;
     if (q >= nq_pad) return;
     const float *src = qf + (size_t)q * dim;
     __shared__ float scale;
@@ -333,6 +338,8 @@ __global__ void propose_kernel(const float *sample, uint32_t S, uint32_t s_e, ui
                                uint32_t j2, int forced, float fb, uint32_t *thr, uint32_t *thr2,
                                float *hi_out, float *edges, float *binw, uint32_t *hist,
                                uint32_t *cnt) {
+    pdl_wait(); /* the sample scan's keys; then the gate scan may be scheduled */
+    pdl_trigger();
     extern __shared__ uint32_t ords[];
     __shared__ SelSmem sm;
     cg::cluster_group cl = cg::this_cluster();
@@ -552,6 +559,7 @@ select_block_kernel(const uint64_t *cand, uint32_t cap, const uint32_t *cnt,
                     uint32_t n_rows, SelOut o, unsigned char *over, uint32_t *n_over,
                     SelSpec spec) {
     static_assert(T >= NBINS && T % 32 == 0, "one thread per bin");
+    pdl_wait(); /* the chained gate scan's candidates and counts (speculative) */
     extern __shared__ __align__(16) unsigned char sel_smem[];
     uint64_t *stage = reinterpret_cast<uint64_t *>(sel_smem);
     __shared__ uint32_t wsum[NBINS / 32], bsel, pos, hmin, hmax;
@@ -648,6 +656,39 @@ select_block_kernel(const uint64_t *cand, uint32_t cap, const uint32_t *cnt,
 
 /* ------------------------------------------------------------------ scan launchers */
 
+/* Launches kern (grid x block, smem dynamic bytes) on stream s, in clusters of `cluster`
+ * blocks (0: none). chain != nullptr: behind the stream's previous kernel by programmatic
+ * dependent launch (the kernel's pdl_wait orders its reads, scan.cuh), counted in *chain;
+ * nullptr: an ordinary launch. */
+template <typename... P, typename... A>
+cudaError_t launch_ex(void (*kern)(P...), dim3 grid, dim3 block, size_t smem, cudaStream_t s,
+                      uint32_t *chain, unsigned cluster, A... args) {
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = grid;
+    cfg.blockDim = block;
+    cfg.dynamicSmemBytes = smem;
+    cfg.stream = s;
+    cudaLaunchAttribute at[2];
+    unsigned n = 0;
+    if (cluster) {
+        at[n].id = cudaLaunchAttributeClusterDimension;
+        at[n].val.clusterDim.x = cluster;
+        at[n].val.clusterDim.y = 1;
+        at[n].val.clusterDim.z = 1;
+        n++;
+    }
+    if (chain) {
+        at[n].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+        at[n].val.programmaticStreamSerializationAllowed = 1;
+        n++;
+    }
+    cfg.attrs = n ? at : nullptr;
+    cfg.numAttrs = n;
+    cudaError_t e = cudaLaunchKernelEx(&cfg, kern, args...);
+    if (e == cudaSuccess && chain) (*chain)++;
+    return e;
+}
+
 template <typename T, int BM, int BN, int WM, int WN, int ST, int MODE>
 int launch_mma(cudaStream_t s, const ScanParams &p, uint32_t L, bool vec) {
     using Sm = MmaSmem<BM, BN, ST>;
@@ -725,7 +766,8 @@ uint32_t tile_queries(sieve_dtype dt, uint32_t nq) {
 }
 
 template <typename T, int BQ, int BR, int ST, int MODE, bool STAGED>
-int launch_wg(const sieve__cuda_ctx *c, cudaStream_t s, const ScanParams &p, uint32_t L) {
+int launch_wg(const sieve__cuda_ctx *c, cudaStream_t s, const ScanParams &p, uint32_t L,
+              uint32_t *chain) {
     using Sm = WgSmem<BQ, BR, ST>;
     ScanParams q = p;
     q.nqt = (p.nq + BQ - 1) / BQ;
@@ -740,8 +782,7 @@ int launch_wg(const sieve__cuda_ctx *c, cudaStream_t s, const ScanParams &p, uin
     if (per_sm < 1) per_sm = 1;
     uint64_t grid = (uint64_t)per_sm * (uint64_t)c->prop.multiProcessorCount;
     if (grid > tiles) grid = tiles;
-    kern<<<(unsigned)grid, 256, Sm::bytes, s>>>(q);
-    SIEVE_CUDA_LAUNCH_CHECK();
+    SIEVE_CUDA_TRY(launch_ex(kern, dim3((unsigned)grid), dim3(256), Sm::bytes, s, chain, 0, q));
     return 0;
 }
 
@@ -760,8 +801,11 @@ bool tma_ok(const sieve__cuda_ctx *c, const ScanParams &p, uint32_t BR) {
            (p.rpp % BR == 0 || BR % p.rpp == 0) && p.page_stride >= (uint64_t)p.rpp * p.dim * 2;
 }
 
+/* chain: see launch_ex; a chained launch counts on p.tile_ctr as the query preparation
+ * zeroed it, an ordinary one zeroes it first. */
 template <typename T, int BQ, int BR, int ST, bool STG = false>
-int launch_tma(const sieve__cuda_ctx *c, cudaStream_t s, const ScanParams &p, uint32_t L) {
+int launch_tma(const sieve__cuda_ctx *c, cudaStream_t s, const ScanParams &p, uint32_t L,
+               uint32_t *chain) {
     using Sm = TmaSmem<BQ, BR, ST>;
     ScanParams q = p;
     q.nqt = (p.nq + BQ - 1) / BQ;
@@ -796,12 +840,12 @@ int launch_tma(const sieve__cuda_ctx *c, cudaStream_t s, const ScanParams &p, ui
     const size_t smem = Sm::bytes;
     SIEVE_CUDA_TRY(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                         (int)smem));
-    SIEVE_CUDA_TRY(cudaMemsetAsync(p.tile_ctr, 0, sizeof(uint32_t), s));
+    if (!chain) SIEVE_CUDA_TRY(cudaMemsetAsync(p.tile_ctr, 0, sizeof(uint32_t), s));
     uint64_t grid = (uint64_t)c->prop.multiProcessorCount; /* one CTA per SM */
     if (grid > tiles) grid = tiles;
     if (grid > (uint64_t)TLOG_CTAS) grid = TLOG_CTAS;
-    kern<<<(unsigned)grid, 384, smem, s>>>(q, rows_map, q_map);
-    SIEVE_CUDA_LAUNCH_CHECK();
+    SIEVE_CUDA_TRY(launch_ex(kern, dim3((unsigned)grid), dim3(384), smem, s, chain, 0, q,
+                             rows_map, q_map));
     return 0;
 }
 
@@ -858,29 +902,29 @@ ScanVariant scan_variant(const sieve__cuda_ctx *c, uint32_t nq, uint32_t k, bool
 
 template <int MODE, typename T>
 int launch_scan_t(const sieve__cuda_ctx *c, cudaStream_t s, const ScanParams &p, uint32_t L,
-                  bool vec) {
+                  bool vec, uint32_t *chain) {
     /* staging applies to the GATE mode only: the other modes share one instance */
     constexpr bool G = MODE == MODE_GATE;
     ScanVariant v = scan_variant(c, p.nq, p.k, vec);
     if (v >= SV_TMA64x256) {
         const uint32_t br = v == SV_TMA64x128 || v == SV_TMA64x128S ? 128 : 256;
         if (G && tma_ok(c, p, br)) {
-            if (v == SV_TMA64x256) return launch_tma<T, 64, 256, 5>(c, s, p, L);
-            if (v == SV_TMA64x128) return launch_tma<T, 64, 128, 8>(c, s, p, L);
-            if (v == SV_TMA64x128S) return launch_tma<T, 64, 128, 8, true>(c, s, p, L);
-            if (v == SV_TMA64x256S) return launch_tma<T, 64, 256, 5, true>(c, s, p, L);
-            if (v == SV_TMA128x256S) return launch_tma<T, 128, 256, 4, true>(c, s, p, L);
-            return launch_tma<T, 128, 256, 4>(c, s, p, L);
+            if (v == SV_TMA64x256) return launch_tma<T, 64, 256, 5>(c, s, p, L, chain);
+            if (v == SV_TMA64x128) return launch_tma<T, 64, 128, 8>(c, s, p, L, chain);
+            if (v == SV_TMA64x128S) return launch_tma<T, 64, 128, 8, true>(c, s, p, L, chain);
+            if (v == SV_TMA64x256S) return launch_tma<T, 64, 256, 5, true>(c, s, p, L, chain);
+            if (v == SV_TMA128x256S) return launch_tma<T, 128, 256, 4, true>(c, s, p, L, chain);
+            return launch_tma<T, 128, 256, 4>(c, s, p, L, chain);
         }
         /* the sample and materialized modes, and matrices the TMA cannot address, use the
            cp.async tiles (every variant computes each key the same way) */
         v = p.nq <= 64 ? SV_WG64x128 : p.k > 1024 ? SV_WG128x128S3 : SV_WG128x128S3D;
     }
     switch (v) {
-    case SV_WG64x128: return launch_wg<T, 64, 128, 4, MODE, G>(c, s, p, L);
-    case SV_WG128x128S3: return launch_wg<T, 128, 128, 3, MODE, G>(c, s, p, L);
-    case SV_WG64x128D: return launch_wg<T, 64, 128, 4, MODE, false>(c, s, p, L);
-    case SV_WG128x128S3D: return launch_wg<T, 128, 128, 3, MODE, false>(c, s, p, L);
+    case SV_WG64x128: return launch_wg<T, 64, 128, 4, MODE, G>(c, s, p, L, chain);
+    case SV_WG128x128S3: return launch_wg<T, 128, 128, 3, MODE, G>(c, s, p, L, chain);
+    case SV_WG64x128D: return launch_wg<T, 64, 128, 4, MODE, false>(c, s, p, L, chain);
+    case SV_WG128x128S3D: return launch_wg<T, 128, 128, 3, MODE, false>(c, s, p, L, chain);
     case SV_MMA:
     default: break;
     }
@@ -893,9 +937,11 @@ int launch_scan_t(const sieve__cuda_ctx *c, cudaStream_t s, const ScanParams &p,
     return launch_mma<T, 128, 128, 2, 4, 3, MODE>(s, p, L, vec);
 }
 
+/* chain: see launch_ex; only the wgmma and TMA tiles (sm_90) take it, the other loops launch
+ * as before (their kernels do not wait: a chained successor still waits for them). */
 template <int MODE>
 int launch_scan(const sieve__cuda_ctx *c, cudaStream_t s, sieve_dtype dt, const ScanParams &p,
-                uint32_t L) {
+                uint32_t L, uint32_t *chain = nullptr) {
     if (dt == SIEVE_DTYPE_F32) {
         bool vec = p.dim % 4 == 0;
         /* SIEVE_CUDA_SCAN=f32tile asks for the tiles at every batch (benchmarks, tests: every
@@ -925,8 +971,8 @@ int launch_scan(const sieve__cuda_ctx *c, cudaStream_t s, sieve_dtype dt, const 
         return launch_f32<128, 128, 8, MODE>(s, p, L, vec);
     }
     bool vec = p.dim % 8 == 0;
-    if (dt == SIEVE_DTYPE_F16) return launch_scan_t<MODE, __half>(c, s, p, L, vec);
-    return launch_scan_t<MODE, __nv_bfloat16>(c, s, p, L, vec);
+    if (dt == SIEVE_DTYPE_F16) return launch_scan_t<MODE, __half>(c, s, p, L, vec, chain);
+    return launch_scan_t<MODE, __nv_bfloat16>(c, s, p, L, vec, chain);
 }
 
 /* ------------------------------------------------------------------ plan and layout */
@@ -1109,6 +1155,9 @@ struct Search {
     template <typename X> X *at(size_t off) { return (X *)(base + off); }
 };
 
+/* The gate scan's tile counter (scan_tma_kernel), zeroed by the query preparation. */
+uint32_t *tile_counter(Search &S) { return S.at<uint32_t>(S.L.misc + 32); }
+
 /* Prepares queries (into qprep, padded) from the float32 queries in qf32. */
 int prep_queries(Search &S) {
     const Plan &pl = S.pl;
@@ -1120,17 +1169,17 @@ int prep_queries(Search &S) {
     case SIEVE_DTYPE_F16:
         prep_queries_kernel<__half><<<pl.nq_pad, 128, smem, S.s>>>(
             S.at<float>(S.L.qf32), pl.nq, pl.nq_pad, pl.dim, pl.dpad, metric, staged,
-            S.at<__half>(S.L.qprep), S.at<float>(S.L.qn2));
+            S.at<__half>(S.L.qprep), S.at<float>(S.L.qn2), tile_counter(S));
         break;
     case SIEVE_DTYPE_BF16:
         prep_queries_kernel<__nv_bfloat16><<<pl.nq_pad, 128, smem, S.s>>>(
             S.at<float>(S.L.qf32), pl.nq, pl.nq_pad, pl.dim, pl.dpad, metric, staged,
-            S.at<__nv_bfloat16>(S.L.qprep), S.at<float>(S.L.qn2));
+            S.at<__nv_bfloat16>(S.L.qprep), S.at<float>(S.L.qn2), tile_counter(S));
         break;
     default:
         prep_queries_kernel<float><<<pl.nq_pad, 128, smem, S.s>>>(
             S.at<float>(S.L.qf32), pl.nq, pl.nq_pad, pl.dim, pl.dpad, metric, staged,
-            S.at<float>(S.L.qprep), S.at<float>(S.L.qn2));
+            S.at<float>(S.L.qprep), S.at<float>(S.L.qn2), tile_counter(S));
         break;
     }
     SIEVE_CUDA_LAUNCH_CHECK();
@@ -1281,26 +1330,16 @@ uint32_t select_parts(const sieve__cuda_ctx *c, uint32_t lists, uint32_t n) {
 }
 
 /* Launches a selection kernel (select3_kernel, propose_kernel) as `lists` clusters of `parts`
- * blocks over lists of n keys, each block with its slice's staging memory. */
+ * blocks over lists of n keys, each block with its slice's staging memory; chain: see
+ * launch_ex. */
 template <typename... P, typename... A>
 cudaError_t launch_select(void (*kern)(P...), uint32_t lists, uint32_t parts, uint32_t n,
-                          cudaStream_t s, A... args) {
+                          cudaStream_t s, uint32_t *chain, A... args) {
     cudaError_t e = cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                          (int)SELECT_SMEM);
     if (e != cudaSuccess) return e;
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = dim3(lists * parts);
-    cfg.blockDim = dim3(select_slice(n, parts) <= 4096 ? 256 : 512);
-    cfg.dynamicSmemBytes = select_stage_bytes(n, parts);
-    cfg.stream = s;
-    cudaLaunchAttribute at[1];
-    at[0].id = cudaLaunchAttributeClusterDimension;
-    at[0].val.clusterDim.x = parts;
-    at[0].val.clusterDim.y = 1;
-    at[0].val.clusterDim.z = 1;
-    cfg.attrs = at;
-    cfg.numAttrs = 1;
-    return cudaLaunchKernelEx(&cfg, kern, args...);
+    return launch_ex(kern, dim3(lists * parts), dim3(select_slice(n, parts) <= 4096 ? 256 : 512),
+                     select_stage_bytes(n, parts), s, chain, parts, args...);
 }
 
 /* True when [p, p + len) starts and ends in page-locked host memory (cudaHostAlloc or
@@ -1503,9 +1542,10 @@ size_t select_block_smem(uint32_t most) {
 }
 
 /* used: the host's certification per query, or nullptr for the speculative select (the
- * kernel certifies); most: the candidates the staging must hold */
+ * kernel certifies); most: the candidates the staging must hold; chain: see launch_ex */
 template <int T, int IMAX>
-int launch_select_block(Search &S, const unsigned char *used, uint32_t most, int metric) {
+int launch_select_block(Search &S, const unsigned char *used, uint32_t most, int metric,
+                        uint32_t *chain = nullptr) {
     const size_t smem = select_block_smem<T, IMAX>(most);
     auto kern = select_block_kernel<T, IMAX>;
     SIEVE_CUDA_TRY(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -1516,11 +1556,10 @@ int launch_select_block(Search &S, const unsigned char *used, uint32_t most, int
                           S.at<uint32_t>(S.L.report)};
     unsigned char *over = used ? S.at<unsigned char>(S.L.use) + S.pl.nq_pad
                                : S.at<unsigned char>(S.L.report) + (size_t)8 * S.pl.nq;
-    kern<<<S.pl.nq, T, smem, S.s>>>(S.at<uint64_t>(S.L.cand), S.pl.cap, S.at<uint32_t>(S.L.cnt),
-                                    used, S.at<uint32_t>(S.L.hist), S.at<float>(S.L.edges),
-                                    S.sp.n_rows, o, over,
-                                    used ? S.at<uint32_t>(S.L.misc + 16) : nullptr, spec);
-    SIEVE_CUDA_LAUNCH_CHECK();
+    SIEVE_CUDA_TRY(launch_ex(kern, dim3(S.pl.nq), dim3(T), smem, S.s, chain, 0,
+                             S.at<uint64_t>(S.L.cand), S.pl.cap, S.at<uint32_t>(S.L.cnt), used,
+                             S.at<uint32_t>(S.L.hist), S.at<float>(S.L.edges), S.sp.n_rows, o,
+                             over, used ? S.at<uint32_t>(S.L.misc + 16) : nullptr, spec));
     return 0;
 }
 
@@ -1604,6 +1643,34 @@ uint32_t speculation(const Plan &pl, uint64_t n_rows, Dl dl) {
     ranks_for(pl.k, pl.S, n_rows, &j, &j2);
     const double admits = ((double)j + 1.0) * (double)n_rows / (double)pl.S;
     return admits <= 0.75 * SEL_SMALL_T * SEL_SMALL_I ? SEL_SMALL_T : SEL_T;
+}
+
+/* The launches a search chains behind their predecessor by programmatic dependent launch
+ * (scan.cuh, pdl_wait): the sample scan (behind the query preparation), the propose step,
+ * the gate scan and the speculative select. */
+enum : unsigned { CH_SAMPLE = 1, CH_PROPOSE = 2, CH_GATE = 4, CH_SELECT = 8, CH_ALL = 15 };
+
+/* Which launches to chain (sm_90 and later): every one for up to CHAIN_MAX_QUERIES queries,
+ * none above. Measured on the H200 (float16, whole calls, median of 40, two rounds in
+ * alternating order against the same build unchained; bench/RESULTS.md "Chained launches"):
+ * 1M rows B = 1-8 6-14 us faster (B = 1 k = 128: 0.420-0.428 -> 0.409-0.410 ms), 5M rows
+ * within noise; chaining every launch was within noise at B = 16 and 10-40 us slower at
+ * B = 64 and 128 (1M; chaining one launch alone cost less there and gained nothing).
+ * SIEVE_CUDA_PDL=1 chains every launch at any batch, 0 none, or a comma-separated list of
+ * sample, propose, gate, select those (A/B runs, tests). */
+constexpr uint32_t CHAIN_MAX_QUERIES = 8;
+
+unsigned chain_stages(const sieve__cuda_ctx *c, uint32_t nq) {
+    if (c->prop.major < 9) return 0;
+    const char *e = getenv("SIEVE_CUDA_PDL");
+    if (!e || !*e) return nq <= CHAIN_MAX_QUERIES ? CH_ALL : 0;
+    if (!strcmp(e, "1")) return CH_ALL;
+    unsigned m = 0;
+    if (strstr(e, "sample")) m |= CH_SAMPLE;
+    if (strstr(e, "propose")) m |= CH_PROPOSE;
+    if (strstr(e, "gate")) m |= CH_GATE;
+    if (strstr(e, "select")) m |= CH_SELECT;
+    return m;
 }
 
 /* Pinned bytes the speculative select needs: the staged results, then its report (at
@@ -1691,6 +1758,9 @@ extern "C" int sieve__cuda_knn(void *ctx, const sieve_matrix *m, const float *qu
 
     rc = upload_queries(S, queries);
     if (rc) return rc;
+    uint32_t chained = 0; /* kernels launched behind their predecessor */
+    const unsigned stages = chain_stages(S.c, n_queries);
+    auto chain = [&](unsigned stage) { return (stages & stage) ? &chained : nullptr; };
 
     /* eligible rows overall and in the sample decide between the fused and direct paths */
     uint64_t n_e = 0, s_e = 0;
@@ -1720,9 +1790,11 @@ extern "C" int sieve__cuda_knn(void *ctx, const sieve_matrix *m, const float *qu
         sp.s_stride = pl.stride;
         sp.s_count = pl.S;
         sp.sample_out = S.at<float>(S.L.sample);
-        if ((rc = launch_scan<MODE_SAMPLE>(S.c, S.s, m->dtype, sp, pl.S))) return rc;
+        rc = launch_scan<MODE_SAMPLE>(S.c, S.s, m->dtype, sp, pl.S, chain(CH_SAMPLE));
+        if (rc) return rc;
         SIEVE_CUDA_TRY(launch_select(
             propose_kernel, n_queries, select_parts(S.c, n_queries, pl.S), pl.S, S.s,
+            chain(CH_PROPOSE),
             (const float *)S.at<float>(S.L.sample), pl.S, (uint32_t)s_e, j, j2,
             p->force_boundary, p->forced_boundary, S.at<uint32_t>(S.L.thr),
             S.at<uint32_t>(S.L.thr2), S.at<float>(S.L.hi), S.at<float>(S.L.edges),
@@ -1740,22 +1812,25 @@ extern "C" int sieve__cuda_knn(void *ctx, const sieve_matrix *m, const float *qu
         sp.binw = S.at<float>(S.L.binw);
         sp.hist = S.at<uint32_t>(S.L.hist);
         sp.cnt = S.at<uint32_t>(S.L.cnt);
-        sp.tile_ctr = S.at<uint32_t>(S.L.misc + 32);
+        sp.tile_ctr = tile_counter(S);
         sp.tile_log = S.at<uint32_t>(S.L.tlog);
         sp.cand = S.at<uint64_t>(S.L.cand);
         sp.cap = pl.cap;
         sp.tighten = (p->flags & SIEVE_SEARCH_NO_TIGHTEN) ? 0 : 1;
         S.sp = sp; /* rescans reuse the state arrays */
-        if ((rc = launch_scan<MODE_GATE>(S.c, S.s, m->dtype, sp, (uint32_t)m->n_rows))) return rc;
+        if ((rc = launch_scan<MODE_GATE>(S.c, S.s, m->dtype, sp, (uint32_t)m->n_rows,
+                                          chain(CH_GATE))))
+            return rc;
         st.rows_scanned += (uint64_t)m->n_rows * n_queries;
         /* certify; recover what is not certified (one sync for counts and boundaries) */
         std::vector<uint32_t> cnt(n_queries), thr2(n_queries);
         uint32_t spec_over = 0;
         if (spec) { /* select and download first, then the same sync */
             const uint32_t most = std::min<uint32_t>(pl.cap, SEL_STAGE);
-            rc = spec == SEL_SMALL_T
-                     ? launch_select_block<SEL_SMALL_T, SEL_SMALL_I>(S, nullptr, most, metric)
-                     : launch_select_block<SEL_T, SEL_I>(S, nullptr, most, metric);
+            rc = spec == SEL_SMALL_T ? launch_select_block<SEL_SMALL_T, SEL_SMALL_I>(
+                                           S, nullptr, most, metric, chain(CH_SELECT))
+                                     : launch_select_block<SEL_T, SEL_I>(S, nullptr, most,
+                                                                         metric, chain(CH_SELECT));
             if (rc) return rc;
             unsigned char *hr = (unsigned char *)S.c->pinned + results_bytes(pl);
             if (dl == Dl::DIRECT) /* the report alone; STAGED brings it with the results */
@@ -1853,6 +1928,7 @@ extern "C" int sieve__cuda_knn(void *ctx, const sieve_matrix *m, const float *qu
     double t_end = sieve__now_ms();
 
     for (uint32_t q = 0; q < n_queries; q++) st.path_count[path[q]]++;
+    st.launches_chained = chained;
     st.ms_download = t_end - t_dl;
     if (out_paths) memcpy(out_paths, path.data(), n_queries);
     st.ms_sample = t_sample - t0;
@@ -1908,8 +1984,8 @@ extern "C" int sieve__cuda_select3(void *ctx, const float *keys, uint32_t lists,
     if (e == cudaSuccess) e = cudaMalloc(&dout, ob);
     if (e == cudaSuccess) e = cudaMemcpyAsync(dk, keys, kb, cudaMemcpyHostToDevice, c->stream);
     if (e == cudaSuccess)
-        e = launch_select(select3_kernel, lists, parts, n, c->stream, (const float *)dk, n, rj,
-                          rj2, dout);
+        e = launch_select(select3_kernel, lists, parts, n, c->stream, nullptr, (const float *)dk,
+                          n, rj, rj2, dout);
     if (e == cudaSuccess) e = cudaMemcpyAsync(out, dout, ob, cudaMemcpyDeviceToHost, c->stream);
     if (e == cudaSuccess) e = cudaStreamSynchronize(c->stream);
     cudaFree(dk);

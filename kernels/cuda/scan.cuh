@@ -32,6 +32,29 @@ constexpr uint64_t EMPTY_SLOT = ~0ull; /* sorts after every real (key,row) */
 constexpr int TLOG_CTAS = 1024;     /* TMA scan: most CTAs a launch may have */
 constexpr int TLOG_RING = 16;       /* TMA scan: tiles a CTA's producer may run ahead (> STAGES) */
 
+/* Programmatic dependent launch (sm_90): the search's main chain (query preparation, sample
+ * scan, propose step, gate scan, speculative select) launches each kernel behind the one
+ * before with cudaLaunchAttributeProgrammaticStreamSerialization, so it is scheduled while
+ * its predecessor still runs. pdl_wait blocks until the predecessor grid has completed and
+ * its writes are visible; pdl_trigger lets the successor be scheduled once every CTA of this
+ * grid has triggered or exited (the successor's own pdl_wait still waits for this grid to
+ * complete). Both do nothing in a grid launched without the attribute. The rule that keeps
+ * the chain exact: a kernel triggers only after its own pdl_wait (so when a successor starts,
+ * everything queued before its predecessor has completed), and before its pdl_wait a kernel
+ * reads nothing its predecessor writes and writes nothing its predecessor reads. The
+ * exceptions are kernels whose successor does nothing before its wait (query preparation,
+ * the gate scan): they trigger at their start. */
+__device__ __forceinline__ void pdl_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void pdl_trigger() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
+}
+
 /* Order-preserving map float -> uint32 (larger float, larger uint). */
 __host__ __device__ inline uint32_t ord_of_bits(uint32_t u) {
     return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
@@ -510,6 +533,10 @@ template <typename T, int BQ, int BR, int STAGES, int MODE, bool STAGED>
 __global__ void __launch_bounds__(256, (WgSmem<BQ, BR, STAGES>::min_blocks))
 scan_wgmma_kernel(ScanParams p) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    /* as the chain's sample scan (see pdl_wait): the prepared queries first, then the
+       propose step may be scheduled */
+    pdl_wait();
+    pdl_trigger();
     using S = WgSmem<BQ, BR, STAGES>;
     constexpr int KC = S::KC;
     constexpr int WN = BQ == 128 ? BR : BR / 2; /* wgmma N */
@@ -1015,6 +1042,12 @@ scan_tma_kernel(const __grid_constant__ ScanParams p, const __grid_constant__ CU
     }
     __syncthreads();
 
+    /* as the chain's gate scan (see pdl_wait): the speculative select behind it does nothing
+       before its own wait, so it may be scheduled now. The producer loads rows and prepared
+       queries and counts tiles on p.tile_ctr (zeroed by the query preparation): all
+       complete before the propose step started, so it does not wait; the consumers wait
+       for the propose step's boundaries, bins and counts. */
+    pdl_trigger();
     const int wg = threadIdx.x / 128;
     if (wg == 0) {
         asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n" ::: "memory");
@@ -1060,6 +1093,7 @@ scan_tma_kernel(const __grid_constant__ ScanParams p, const __grid_constant__ CU
         return;
     }
     asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n" ::: "memory");
+    pdl_wait();
 
     const int cw = wg - 1;                        /* consumer warpgroup 0 or 1 */
     const int ct = threadIdx.x - 128;             /* consumer thread 0..255 */

@@ -75,6 +75,9 @@ def main():
         check(r.get("select_speculated") == 0 and r.get("speculation_missed") == 0,
               f"{tag}: select_speculated and speculation_missed in the JSON line, 0 on the CPU",
               (r.get("select_speculated"), r.get("speculation_missed")), (0, 0))
+        # nor chains kernels
+        check(r.get("launches_chained") == 0, f"{tag}: launches_chained in the JSON line, 0 on the CPU",
+              r.get("launches_chained"), 0)
 
     # the default sample (max(16384, 8k) rows) covers more than half of 30,000 rows: direct
     js2 = os.path.join(tmp, "default.json")

@@ -380,8 +380,8 @@ static sieve_dev_matrix *normal_matrix(sieve_device *gpu, sieve_dtype dt, uint64
     return dm;
 }
 
-/* One search with SIEVE_CUDA_SPECULATE set to `spec` (NULL: unset), results in host arrays
- * (page-locked when `pinned`) poisoned first; returns the statistics. */
+/* One search with the environment variable `var` set to `val` (NULL: unset), results in host
+ * arrays (page-locked when `pinned`) poisoned first; returns the statistics. */
 typedef struct spec_out {
     int64_t *rows;
     float *sc;
@@ -389,11 +389,11 @@ typedef struct spec_out {
     uint8_t *paths;
 } spec_out;
 
-static sieve_search_stats spec_run(sieve_device *gpu, const sieve_matrix *m, const float *q,
-                                   uint32_t B, const sieve_search_params *p, const char *spec,
-                                   int pinned, spec_out *o) {
-    if (spec) cr_assert_eq(setenv("SIEVE_CUDA_SPECULATE", spec, 1), 0);
-    else cr_assert_eq(unsetenv("SIEVE_CUDA_SPECULATE"), 0);
+static sieve_search_stats setting_run(sieve_device *gpu, const sieve_matrix *m, const float *q,
+                                      uint32_t B, const sieve_search_params *p, const char *var,
+                                      const char *val, int pinned, spec_out *o) {
+    if (val) cr_assert_eq(setenv(var, val, 1), 0);
+    else cr_assert_eq(unsetenv(var), 0);
     const size_t nr = (size_t)B * p->k;
     if (pinned) {
         cr_assert_eq(sieve_host_alloc_pinned(gpu, nr * 8, (void **)&o->rows), 0);
@@ -411,9 +411,16 @@ static sieve_search_stats spec_run(sieve_device *gpu, const sieve_matrix *m, con
     memset(o->cnt, 0x5a, B * 4);
     sieve_search_stats st;
     int rc = sieve_knn(gpu, m, q, B, p, NULL, 0, o->rows, o->sc, o->cnt, o->paths, &st);
-    cr_assert_eq(rc, 0, "speculate=%s B=%u k=%u: %s", spec ? spec : "default", B, p->k,
+    cr_assert_eq(rc, 0, "%s=%s B=%u k=%u: %s", var, val ? val : "(unset)", B, p->k,
                  sieve_strerror(rc));
     return st;
+}
+
+/* setting_run with SIEVE_CUDA_SPECULATE set to `spec` (NULL: unset). */
+static sieve_search_stats spec_run(sieve_device *gpu, const sieve_matrix *m, const float *q,
+                                   uint32_t B, const sieve_search_params *p, const char *spec,
+                                   int pinned, spec_out *o) {
+    return setting_run(gpu, m, q, B, p, "SIEVE_CUDA_SPECULATE", spec, pinned, o);
 }
 
 static void spec_free(sieve_device *gpu, int pinned, spec_out *o) {
@@ -543,6 +550,180 @@ Test(knn_cuda, speculative_select_matches_certify_first, .timeout = 900) {
     free(allow);
     sieve_dev_matrix_destroy(dm);
     sieve_dev_matrix_destroy(mm);
+    sieve_device_close(gpu);
+    sieve_device_close(cpu);
+}
+
+/* Two searches' results are the same bit for bit (rows, scores, counts, paths). */
+static void assert_same_results(const spec_out *a, const spec_out *b, uint32_t B, uint32_t k,
+                                const char *name) {
+    cr_assert_eq(memcmp(a->cnt, b->cnt, B * 4), 0, "%s: counts differ", name);
+    cr_assert_eq(memcmp(a->paths, b->paths, B), 0, "%s: paths differ", name);
+    for (size_t i = 0; i < (size_t)B * k; i++) {
+        cr_assert_eq(a->rows[i], b->rows[i], "%s i=%zu: row %lld vs %lld", name, i,
+                     (long long)a->rows[i], (long long)b->rows[i]);
+        cr_assert_eq(memcmp(&a->sc[i], &b->sc[i], 4), 0, "%s i=%zu: score %.9g vs %.9g", name, i,
+                     a->sc[i], b->sc[i]);
+    }
+}
+
+/* The search's kernels chained by programmatic dependent launch (each scheduled while the one
+ * before runs, waiting on the device for its results; the gate scan's producer loading rows
+ * before the propose step has finished) against the same searches launched one after another
+ * (SIEVE_CUDA_PDL=0) and the materialized full sort: the same rows, scores, counts and paths,
+ * bit for bit, and launches_chained says which launches were chained: with
+ * SIEVE_CUDA_PDL=1, on Hopper, the sample and gate scans of the tensor-core tiles, the
+ * propose step and the speculative select; the propose step and the select alone behind the
+ * float32 loops and the mma.sync tiles (dim not a multiple of 8); none on the direct path or
+ * with SIEVE_CUDA_PDL=0; by default every launch up to 8 queries and none above; a list of
+ * stages chains those. The cases: certified batches of 1 to 300 queries, pageable and
+ * page-locked, k up to 8192 (the pipelined download: no speculative select; 1.5 MB of
+ * results staged), masks (the eligible counts' host waits
+ * between the preparation and the sample), forced underfill and overflow (recoveries behind
+ * a chained scan), and 40 back-to-back calls at B = 1 and 64, each against its unchained
+ * twin. */
+Test(knn_cuda, chained_launches_match_sequential, .timeout = 900) {
+    SKIP_WITHOUT_GPU();
+    sieve_device *gpu = NULL, *cpu = NULL;
+    cr_assert_eq(sieve_device_open("cuda:0", &gpu), 0);
+    cr_assert_eq(sieve_device_open("cpu", &cpu), 0);
+    sieve_device_info info;
+    cr_assert_eq(sieve_device_get_info(gpu, &info), 0);
+    const int pdl = info.compute_capability >= 90, hopper = info.compute_capability == 90;
+    const uint64_t n = 300007;
+    sieve_dev_matrix *dm = normal_matrix(gpu, SIEVE_DTYPE_F16, n, 128, 256, 31);
+    uint64_t *del = NULL, *allow = NULL;
+    make_masks(n, &del, &allow);
+    sieve_dev_matrix *mm = normal_matrix(gpu, SIEVE_DTYPE_BF16, n, 128, 256, 32);
+    cr_assert_eq(sieve_dev_matrix_set_masks(mm, del, allow), 0);
+    sieve_dev_matrix *fm = normal_matrix(gpu, SIEVE_DTYPE_F32, n, 128, 256, 33);
+    sieve_dev_matrix *om = normal_matrix(gpu, SIEVE_DTYPE_F16, n, 100, 256, 34); /* mma.sync */
+    sieve_dev_matrix *sm = normal_matrix(gpu, SIEVE_DTYPE_F16, 20000, 128, 256, 35); /* direct */
+    enum { PLAIN, UNDERFILL, OVERFLOW };
+    const struct {
+        sieve_dev_matrix *dm;
+        uint32_t dim;
+        sieve_metric metric;
+        uint32_t B, k;
+        int kind, pinned;
+        int scans, spec; /* chained scans on Hopper (sample, gate), a speculative select */
+    } cs[] = {
+        {dm, 128, SIEVE_METRIC_DOT, 1, 1, PLAIN, 0, 2, 1},
+        {dm, 128, SIEVE_METRIC_DOT, 1, 10, PLAIN, 1, 2, 1},
+        {dm, 128, SIEVE_METRIC_EUCLID, 16, 256, PLAIN, 0, 2, 1},
+        {dm, 128, SIEVE_METRIC_DOT, 64, 1024, PLAIN, 1, 2, 1},
+        {dm, 128, SIEVE_METRIC_DOT, 128, 128, PLAIN, 0, 2, 1},
+        {dm, 128, SIEVE_METRIC_DOT, 128, 1024, PLAIN, 0, 2, 1}, /* 1.5 MB staged */
+        {dm, 128, SIEVE_METRIC_DOT, 128, 8192, PLAIN, 0, 2, 0}, /* pipelined download */
+        {dm, 128, SIEVE_METRIC_DOT, 300, 1000, PLAIN, 0, 2, 0},
+        {dm, 128, SIEVE_METRIC_DOT, 7, 100, UNDERFILL, 0, 2, 1},
+        {dm, 128, SIEVE_METRIC_DOT, 7, 100, OVERFLOW, 1, 2, 1},
+        {mm, 128, SIEVE_METRIC_COSINE, 5, 100, PLAIN, 0, 2, 1},
+        {mm, 128, SIEVE_METRIC_DOT, 200, 64, PLAIN, 0, 2, 0},
+        {fm, 128, SIEVE_METRIC_DOT, 3, 50, PLAIN, 0, 0, 1},
+        {fm, 128, SIEVE_METRIC_EUCLID, 40, 10, PLAIN, 0, 0, 1},
+        {om, 100, SIEVE_METRIC_DOT, 9, 32, PLAIN, 0, 0, 1},
+        {sm, 128, SIEVE_METRIC_DOT, 4, 10, PLAIN, 0, -1, 0}, /* direct: nothing chained */
+    };
+    for (size_t ci = 0; ci < sizeof cs / sizeof *cs; ci++) {
+        const uint32_t B = cs[ci].B, k = cs[ci].k;
+        const sieve_matrix *m = sieve_dev_matrix_view(cs[ci].dm);
+        float *q = normal_queries(cpu, B, cs[ci].dim, 60 + ci);
+        sieve_search_params p;
+        sieve_search_params_init(&p, cs[ci].metric, k);
+        if (cs[ci].kind == UNDERFILL) {
+            p.force_boundary = 1;
+            p.forced_boundary = 1e30f;
+        } else if (cs[ci].kind == OVERFLOW) {
+            p.candidate_capacity = k + 8;
+            p.flags = SIEVE_SEARCH_NO_TIGHTEN;
+        }
+        spec_out a, b;
+        sieve_search_stats sa = setting_run(gpu, m, q, B, &p, "SIEVE_CUDA_PDL", "1",
+                                            cs[ci].pinned, &a);
+        sieve_search_stats sb = setting_run(gpu, m, q, B, &p, "SIEVE_CUDA_PDL", "0", 0, &b);
+        char name[160];
+        snprintf(name, sizeof name, "case %zu (B=%u k=%u dim=%u kind %d pinned %d)", ci, B, k,
+                 cs[ci].dim, cs[ci].kind, cs[ci].pinned);
+        const uint64_t want = !pdl || cs[ci].scans < 0
+                                  ? 0
+                                  : (uint64_t)((hopper ? cs[ci].scans : 0) + 1 + cs[ci].spec);
+        cr_assert_eq(sa.launches_chained, want, "%s: launches_chained %llu, expected %llu", name,
+                     (unsigned long long)sa.launches_chained, (unsigned long long)want);
+        cr_assert_eq(sb.launches_chained, 0, "%s: chained with SIEVE_CUDA_PDL=0", name);
+        cr_assert_eq(sa.select_speculated, (uint64_t)cs[ci].spec, "%s: select_speculated", name);
+        if (cs[ci].kind != PLAIN)
+            cr_assert(sa.rescans > 0 || sa.path_count[SIEVE_PATH_FULL] > 0,
+                      "%s: the forced case recovered nothing", name);
+        assert_same_results(&a, &b, B, k, name);
+        const size_t nr = (size_t)B * k;
+        int64_t *mrows = malloc(nr * 8);
+        float *msc = malloc(nr * 4);
+        uint32_t *mcnt = malloc(B * 4);
+        cr_assert(mrows && msc && mcnt);
+        cr_assert_eq(sieve_knn_materialized(gpu, m, q, B, &p, mrows, msc, mcnt, NULL), 0);
+        cr_assert_eq(memcmp(mcnt, a.cnt, B * 4), 0, "%s: counts differ from the full sort", name);
+        cr_assert_eq(memcmp(mrows, a.rows, nr * 8), 0, "%s: rows differ from the full sort", name);
+        cr_assert_eq(memcmp(msc, a.sc, nr * 4), 0, "%s: scores differ from the full sort", name);
+        free(mrows);
+        free(msc);
+        free(mcnt);
+        spec_free(gpu, cs[ci].pinned, &a);
+        spec_free(gpu, 0, &b);
+        free(q);
+    }
+    /* back to back: each chained call against its unchained twin */
+    const sieve_matrix *m = sieve_dev_matrix_view(dm);
+    for (int it = 0; it < 40; it++) {
+        const uint32_t B = it % 2 ? 64 : 1, k = it % 3 ? 10 : 128;
+        float *q = normal_queries(cpu, B, 128, 500 + it);
+        sieve_search_params p;
+        sieve_search_params_init(&p, SIEVE_METRIC_DOT, k);
+        spec_out a, b;
+        setting_run(gpu, m, q, B, &p, "SIEVE_CUDA_PDL", "1", 0, &a);
+        setting_run(gpu, m, q, B, &p, "SIEVE_CUDA_PDL", "0", 0, &b);
+        char name[96];
+        snprintf(name, sizeof name, "back-to-back call %d (B=%u k=%u)", it, B, k);
+        assert_same_results(&a, &b, B, k, name);
+        spec_free(gpu, 0, &a);
+        spec_free(gpu, 0, &b);
+        free(q);
+    }
+    /* the default (every launch up to 8 queries, none above) and lists of stages */
+    const struct {
+        const char *val;
+        uint32_t B;
+        uint64_t want; /* on Hopper */
+    } st[] = {{NULL, 8, 4}, {NULL, 9, 0}, {NULL, 64, 0}, {"gate", 7, 1},
+              {"sample,propose", 7, 2}, {"propose,select", 100, 2}, {"1", 100, 4}};
+    for (size_t si = 0; si < sizeof st / sizeof *st; si++) {
+        const uint32_t B = st[si].B, k = 64;
+        float *q = normal_queries(cpu, B, 128, 900 + si);
+        sieve_search_params p;
+        sieve_search_params_init(&p, SIEVE_METRIC_DOT, k);
+        spec_out a, b;
+        sieve_search_stats sa = setting_run(gpu, m, q, B, &p, "SIEVE_CUDA_PDL", st[si].val, 0, &a);
+        setting_run(gpu, m, q, B, &p, "SIEVE_CUDA_PDL", "0", 0, &b);
+        char name[96];
+        snprintf(name, sizeof name, "SIEVE_CUDA_PDL=%s B=%u", st[si].val ? st[si].val : "(unset)",
+                 B);
+        const uint64_t want = hopper ? st[si].want : 0; /* other GPUs: not every stage chains */
+        if (hopper || !pdl)
+            cr_assert_eq(sa.launches_chained, want, "%s: launches_chained %llu, expected %llu",
+                         name, (unsigned long long)sa.launches_chained, (unsigned long long)want);
+        assert_same_results(&a, &b, B, k, name);
+        spec_free(gpu, 0, &a);
+        spec_free(gpu, 0, &b);
+        free(q);
+    }
+    cr_assert_eq(unsetenv("SIEVE_CUDA_PDL"), 0);
+    free(del);
+    free(allow);
+    sieve_dev_matrix_destroy(dm);
+    sieve_dev_matrix_destroy(mm);
+    sieve_dev_matrix_destroy(fm);
+    sieve_dev_matrix_destroy(om);
+    sieve_dev_matrix_destroy(sm);
     sieve_device_close(gpu);
     sieve_device_close(cpu);
 }
