@@ -248,12 +248,17 @@ void sieve__metrics_render(sieve_server *s, sieve__sbuf *o) {
                           "# HELP sieve_search_speculation_missed_total Speculated batches that "
                           "ran recoveries or the select again after all.\n"
                           "# TYPE sieve_search_speculation_missed_total counter\n"
-                          "sieve_search_speculation_missed_total %llu\n",
+                          "sieve_search_speculation_missed_total %llu\n"
+                          "# HELP sieve_search_launches_chained_total GPU kernels launched "
+                          "behind the one before by programmatic dependent launch.\n"
+                          "# TYPE sieve_search_launches_chained_total counter\n"
+                          "sieve_search_launches_chained_total %llu\n",
                        (unsigned long long)c->search.rows_scanned,
                        (unsigned long long)c->search.rescans,
                        (unsigned long long)c->search.select_segmented,
                        (unsigned long long)c->search.select_speculated,
-                       (unsigned long long)c->search.speculation_missed);
+                       (unsigned long long)c->search.speculation_missed,
+                       (unsigned long long)c->search.launches_chained);
     sieve__sbuf_printf(o, "# HELP sieve_filter_masks_total Filter masks built by visiting rows "
                           "(built) or reused (cached).\n"
                           "# TYPE sieve_filter_masks_total counter\n"

@@ -51,7 +51,8 @@ Test(service, root_health_metrics_and_unknown_routes) {
                            "sieve_collection_points", "sieve_search_path_total",
                            "sieve_search_select_segmented_total",
                            "sieve_search_select_speculated_total 0",
-                           "sieve_search_speculation_missed_total 0"};
+                           "sieve_search_speculation_missed_total 0",
+                           "sieve_search_launches_chained_total 0"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         cr_assert(strstr(R.body, names[i]), "metrics lack %s:\n%s", names[i], R.body);
     stop_ok();
