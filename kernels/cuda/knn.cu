@@ -128,31 +128,37 @@ __global__ void gather_rows_kernel(const unsigned char *src, unsigned char *dst,
     }
 }
 
-/* Counts set bits of (allowed & ~deleted) over n_rows, or over the sample rows. */
+/* Eligible rows (not deleted, allowed): over all n_rows into out[0], over the s_count sample
+ * rows (s_offset, then every s_stride-th) into out[1]; out zeroed by the caller. One thread
+ * per bitmap word and per sample row. */
 __global__ void count_eligible_kernel(const uint64_t *deleted, const uint64_t *allowed,
                                       uint32_t n_rows, uint32_t s_offset, uint32_t s_stride,
                                       uint32_t s_count, unsigned long long *out) {
-    uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
-    unsigned long long c = 0;
-    if (s_count == 0) {
-        uint32_t words = (n_rows + 63) / 64;
-        if (i < words) {
-            uint64_t w = ~0ull;
-            if (deleted) w &= ~deleted[i];
-            if (allowed) w &= allowed[i];
-            uint32_t rem = n_rows - i * 64;
-            if (rem < 64) w &= (1ull << rem) - 1ull;
-            c = __popcll(w);
-        }
-    } else if (i < s_count) {
-        uint32_t r = s_offset + i * s_stride;
+    const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+    unsigned long long c = 0, cs = 0;
+    if (i < (n_rows + 63) / 64) {
+        uint64_t w = ~0ull;
+        if (deleted) w &= ~deleted[i];
+        if (allowed) w &= allowed[i];
+        const uint32_t rem = n_rows - i * 64;
+        if (rem < 64) w &= (1ull << rem) - 1ull;
+        c = __popcll(w);
+    }
+    if (i < s_count) {
+        const uint32_t r = s_offset + i * s_stride;
         bool e = true;
         if (deleted && ((deleted[r >> 6] >> (r & 63)) & 1ull)) e = false;
         if (allowed && !((allowed[r >> 6] >> (r & 63)) & 1ull)) e = false;
-        c = e;
+        cs = e;
     }
-    for (int o = 16; o > 0; o /= 2) c += __shfl_down_sync(0xffffffffu, c, o);
-    if ((threadIdx.x & 31) == 0 && c) atomicAdd(out, c);
+    for (int o = 16; o > 0; o /= 2) {
+        c += __shfl_down_sync(0xffffffffu, c, o);
+        cs += __shfl_down_sync(0xffffffffu, cs, o);
+    }
+    if ((threadIdx.x & 31) == 0) {
+        if (c) atomicAdd(out, c);
+        if (cs) atomicAdd(out + 1, cs);
+    }
 }
 
 /* Adds each lane's key to bin `bin` of h when `on`; lanes of the warp with the same bin add
@@ -1186,24 +1192,30 @@ int prep_queries(Search &S) {
     return 0;
 }
 
-int count_eligible(Search &S, uint32_t s_offset, uint32_t s_stride, uint32_t s_count,
-                   uint64_t *out) {
+/* Eligible rows overall (*n_e) and in the plan's sample (*s_e). Without a deleted bitmap or
+ * an allowed mask: n_rows and the sample size; with one, one counting launch and one wait
+ * for the device (a wait costs 7-8 us on the H200: bench/results/h200-v23-runs/host_costs/). */
+int count_eligible(Search &S, uint64_t *n_e, uint64_t *s_e) {
     const sieve_matrix *m = S.m;
+    const Plan &pl = S.pl;
     if (!m->deleted && !m->allowed) {
-        *out = s_count ? s_count : m->n_rows;
+        *n_e = m->n_rows;
+        *s_e = pl.S;
         return 0;
     }
-    unsigned long long *d = S.at<unsigned long long>(S.L.misc);
-    SIEVE_CUDA_TRY(cudaMemsetAsync(d, 0, 8, S.s));
-    uint32_t n = s_count ? s_count : (uint32_t)((m->n_rows + 63) / 64);
+    unsigned long long *d = S.at<unsigned long long>(S.L.misc); /* misc + 0, + 8 */
+    SIEVE_CUDA_TRY(cudaMemsetAsync(d, 0, 16, S.s));
+    const uint32_t words = (uint32_t)((m->n_rows + 63) / 64);
+    const uint32_t n = words > pl.S ? words : pl.S;
     count_eligible_kernel<<<(n + 255) / 256, 256, 0, S.s>>>(m->deleted, m->allowed,
-                                                            (uint32_t)m->n_rows, s_offset,
-                                                            s_stride, s_count, d);
+                                                            (uint32_t)m->n_rows, pl.offset,
+                                                            pl.stride, pl.S, d);
     SIEVE_CUDA_LAUNCH_CHECK();
-    unsigned long long h = 0;
-    SIEVE_CUDA_TRY(cudaMemcpyAsync(&h, d, 8, cudaMemcpyDeviceToHost, S.s));
+    unsigned long long h[2] = {0, 0};
+    SIEVE_CUDA_TRY(cudaMemcpyAsync(h, d, 16, cudaMemcpyDeviceToHost, S.s));
     SIEVE_CUDA_TRY(cudaStreamSynchronize(S.s));
-    *out = h;
+    *n_e = h[0];
+    *s_e = h[1];
     return 0;
 }
 
@@ -1764,9 +1776,8 @@ extern "C" int sieve__cuda_knn(void *ctx, const sieve_matrix *m, const float *qu
 
     /* eligible rows overall and in the sample decide between the fused and direct paths */
     uint64_t n_e = 0, s_e = 0;
-    if ((rc = count_eligible(S, 0, 0, 0, &n_e))) return rc;
+    if ((rc = count_eligible(S, &n_e, &s_e))) return rc;
     S.n_e = n_e;
-    if ((rc = count_eligible(S, pl.offset, pl.stride, pl.S, &s_e))) return rc;
     uint32_t j = 0, j2 = 0;
     ranks_for(pl.k, s_e, n_e, &j, &j2);
     bool direct = n_e == 0 || (uint64_t)pl.S * 2 >= m->n_rows || (!p->force_boundary && j >= s_e);
