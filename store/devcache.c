@@ -432,12 +432,10 @@ static void merge_lists(uint32_t nq, uint32_t k, int64_t *acc_rows, float *acc_k
     }
 }
 
-static int upload_zero(sieve_device *dev, void *dst, size_t words) {
-    uint64_t *z = calloc(words ? words : 1, 8);
-    if (!z) return SIEVE_ENOMEM;
-    int rc = sieve_device_upload(dev, dst, z, words * 8);
-    free(z);
-    return rc;
+/* The deleted bitmap a search of this snapshot passes: none when every addressed row is live
+ * (the GPU search then counts no eligible rows on the device: one wait for it less). */
+static const uint64_t *deleted_for(const sieve_collection_info *info, const uint64_t *bits) {
+    return info->points < info->rows ? bits : NULL;
 }
 
 /* The streamed search; stream_mu held. Adds the pages it copied to *pages_up. */
@@ -523,13 +521,11 @@ static int stream_locked(sieve_devcache_lane *l, sieve_snapshot *snap, const uin
         rc = sieve_device_upload(dev, ptab, hp, (p1 - p0) * sizeof(void *));
         if (!rc) rc = sieve_device_upload(dev, ntab, hn, (p1 - p0) * sizeof(float *));
         size_t words = (size_t)((nrows + 63) / 64);
-        if (!rc) {
-            if (m->deleted) rc = sieve_device_upload(dev, del, m->deleted + rows0 / 64, words * 8);
-            else rc = upload_zero(dev, del, words);
-        }
+        const uint64_t *mdel = deleted_for(info, m->deleted);
+        if (!rc && mdel) rc = sieve_device_upload(dev, del, mdel + rows0 / 64, words * 8);
         if (!rc && allowed) rc = sieve_device_upload(dev, alw, allowed + rows0 / 64, words * 8);
         sieve_matrix cm = {m->dtype, m->dim, nrows, rpp, (const void *const *)ptab,
-                           (const float *const *)ntab, del, allowed ? alw : NULL,
+                           (const float *const *)ntab, mdel ? del : NULL, allowed ? alw : NULL,
                            dc->stream_dev[cur], slot};
         cp.k = k <= nrows ? k : (uint32_t)nrows;
         if (!rc) rc = sieve_knn(dev, &cm, queries, nq, &cp, NULL, 0, crows, ckeys, ccnt, NULL, &st);
@@ -613,6 +609,7 @@ int sieve_devcache_lane_knn(sieve_devcache_lane *l, sieve_snapshot *snap,
     if (info->rows == 0 || p->k == 0 || p->k > info->rows) return SIEVE_EINVAL;
     if (l->dc->direct) {
         sieve_matrix m = *sieve_snapshot_matrix(snap);
+        m.deleted = deleted_for(info, m.deleted);
         m.allowed = allowed;
         return sieve_knn(l->dev, &m, queries, n_queries, p, NULL, 0, out_rows, out_scores,
                          out_counts, NULL, stats);
@@ -636,7 +633,7 @@ int sieve_devcache_lane_knn(sieve_devcache_lane *l, sieve_snapshot *snap,
     }
     if (!rc) {
         sieve_matrix m = {e->dtype, e->dim, info->rows, e->rpp, (const void *const *)e->ptab,
-                          (const float *const *)e->ntab, e->deleted,
+                          (const float *const *)e->ntab, deleted_for(info, e->deleted),
                           allowed ? l->allowed : NULL, e->base, e->slot_bytes};
         rc = sieve_knn(l->dev, &m, queries, n_queries, p, NULL, 0, out_rows, out_scores,
                        out_counts, NULL, stats);
