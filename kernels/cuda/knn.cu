@@ -1675,7 +1675,7 @@ constexpr uint32_t CHAIN_MAX_QUERIES = 8;
 unsigned chain_stages(const sieve__cuda_ctx *c, uint32_t nq) {
     if (c->prop.major < 9) return 0;
     const char *e = getenv("SIEVE_CUDA_PDL");
-    if (!e || !*e) return nq <= CHAIN_MAX_QUERIES ? CH_ALL : 0;
+    if (!e || !*e) return nq <= CHAIN_MAX_QUERIES ? (unsigned)CH_ALL : 0u;
     if (!strcmp(e, "1")) return CH_ALL;
     unsigned m = 0;
     if (strstr(e, "sample")) m |= CH_SAMPLE;
