@@ -436,6 +436,37 @@ static void spec_free(sieve_device *gpu, int pinned, spec_out *o) {
     free(o->paths);
 }
 
+/* Two searches' results are the same bit for bit (rows, scores, counts, paths). */
+static void assert_same_results(const spec_out *a, const spec_out *b, uint32_t B, uint32_t k,
+                                const char *name) {
+    cr_assert_eq(memcmp(a->cnt, b->cnt, B * 4), 0, "%s: counts differ", name);
+    cr_assert_eq(memcmp(a->paths, b->paths, B), 0, "%s: paths differ", name);
+    for (size_t i = 0; i < (size_t)B * k; i++) {
+        cr_assert_eq(a->rows[i], b->rows[i], "%s i=%zu: row %lld vs %lld", name, i,
+                     (long long)a->rows[i], (long long)b->rows[i]);
+        cr_assert_eq(memcmp(&a->sc[i], &b->sc[i], 4), 0, "%s i=%zu: score %.9g vs %.9g", name, i,
+                     a->sc[i], b->sc[i]);
+    }
+}
+
+/* A search's results equal the materialized full sort's (rows, scores, counts), bit for bit. */
+static void assert_equals_full_sort(sieve_device *gpu, const sieve_matrix *m, const float *q,
+                                    uint32_t B, const sieve_search_params *p, const spec_out *a,
+                                    const char *name) {
+    const size_t nr = (size_t)B * p->k;
+    int64_t *mrows = malloc(nr * 8);
+    float *msc = malloc(nr * 4);
+    uint32_t *mcnt = malloc(B * 4);
+    cr_assert(mrows && msc && mcnt);
+    cr_assert_eq(sieve_knn_materialized(gpu, m, q, B, p, mrows, msc, mcnt, NULL), 0);
+    cr_assert_eq(memcmp(mcnt, a->cnt, B * 4), 0, "%s: counts differ from the full sort", name);
+    cr_assert_eq(memcmp(mrows, a->rows, nr * 8), 0, "%s: rows differ from the full sort", name);
+    cr_assert_eq(memcmp(msc, a->sc, nr * 4), 0, "%s: scores differ from the full sort", name);
+    free(mrows);
+    free(msc);
+    free(mcnt);
+}
+
 /* The speculative select (the select and the download queued behind the scan, certified on
  * the device, one wait for it) against the select after the host's certification
  * (SIEVE_CUDA_SPECULATE=0) and the materialized full sort: the same rows, scores, counts and
@@ -506,27 +537,8 @@ Test(knn_cuda, speculative_select_matches_certify_first, .timeout = 900) {
                      (unsigned long long)sa.speculation_missed);
         if (cs[ci].kind == SMALL_OVER) /* the miss came from the block, not certification */
             cr_assert_eq(sa.path_count[SIEVE_PATH_CERTIFIED], B, "%s", name);
-        const size_t nr = (size_t)B * k;
-        cr_assert_eq(memcmp(a.cnt, b.cnt, B * 4), 0, "%s: counts differ", name);
-        cr_assert_eq(memcmp(a.paths, b.paths, B), 0, "%s: paths differ", name);
-        for (size_t i = 0; i < nr; i++) {
-            cr_assert_eq(a.rows[i], b.rows[i], "%s i=%zu: row %lld vs %lld", name, i,
-                         (long long)a.rows[i], (long long)b.rows[i]);
-            cr_assert_eq(memcmp(&a.sc[i], &b.sc[i], 4), 0, "%s i=%zu: score %.9g vs %.9g",
-                         name, i, a.sc[i], b.sc[i]);
-        }
-        /* and both equal the full sort */
-        int64_t *mrows = malloc(nr * 8);
-        float *msc = malloc(nr * 4);
-        uint32_t *mcnt = malloc(B * 4);
-        cr_assert(mrows && msc && mcnt);
-        cr_assert_eq(sieve_knn_materialized(gpu, m, q, B, &p, mrows, msc, mcnt, NULL), 0);
-        cr_assert_eq(memcmp(mcnt, a.cnt, B * 4), 0, "%s: counts differ from the full sort", name);
-        cr_assert_eq(memcmp(mrows, a.rows, nr * 8), 0, "%s: rows differ from the full sort", name);
-        cr_assert_eq(memcmp(msc, a.sc, nr * 4), 0, "%s: scores differ from the full sort", name);
-        free(mrows);
-        free(msc);
-        free(mcnt);
+        assert_same_results(&a, &b, B, k, name);
+        assert_equals_full_sort(gpu, m, q, B, &p, &a, name); /* and so both do */
         spec_free(gpu, cs[ci].pinned, &a);
         spec_free(gpu, 0, &b);
         free(q);
@@ -552,19 +564,6 @@ Test(knn_cuda, speculative_select_matches_certify_first, .timeout = 900) {
     sieve_dev_matrix_destroy(mm);
     sieve_device_close(gpu);
     sieve_device_close(cpu);
-}
-
-/* Two searches' results are the same bit for bit (rows, scores, counts, paths). */
-static void assert_same_results(const spec_out *a, const spec_out *b, uint32_t B, uint32_t k,
-                                const char *name) {
-    cr_assert_eq(memcmp(a->cnt, b->cnt, B * 4), 0, "%s: counts differ", name);
-    cr_assert_eq(memcmp(a->paths, b->paths, B), 0, "%s: paths differ", name);
-    for (size_t i = 0; i < (size_t)B * k; i++) {
-        cr_assert_eq(a->rows[i], b->rows[i], "%s i=%zu: row %lld vs %lld", name, i,
-                     (long long)a->rows[i], (long long)b->rows[i]);
-        cr_assert_eq(memcmp(&a->sc[i], &b->sc[i], 4), 0, "%s i=%zu: score %.9g vs %.9g", name, i,
-                     a->sc[i], b->sc[i]);
-    }
 }
 
 /* The search's kernels chained by programmatic dependent launch (each scheduled while the one
@@ -656,18 +655,7 @@ Test(knn_cuda, chained_launches_match_sequential, .timeout = 900) {
             cr_assert(sa.rescans > 0 || sa.path_count[SIEVE_PATH_FULL] > 0,
                       "%s: the forced case recovered nothing", name);
         assert_same_results(&a, &b, B, k, name);
-        const size_t nr = (size_t)B * k;
-        int64_t *mrows = malloc(nr * 8);
-        float *msc = malloc(nr * 4);
-        uint32_t *mcnt = malloc(B * 4);
-        cr_assert(mrows && msc && mcnt);
-        cr_assert_eq(sieve_knn_materialized(gpu, m, q, B, &p, mrows, msc, mcnt, NULL), 0);
-        cr_assert_eq(memcmp(mcnt, a.cnt, B * 4), 0, "%s: counts differ from the full sort", name);
-        cr_assert_eq(memcmp(mrows, a.rows, nr * 8), 0, "%s: rows differ from the full sort", name);
-        cr_assert_eq(memcmp(msc, a.sc, nr * 4), 0, "%s: scores differ from the full sort", name);
-        free(mrows);
-        free(msc);
-        free(mcnt);
+        assert_equals_full_sort(gpu, m, q, B, &p, &a, name);
         spec_free(gpu, cs[ci].pinned, &a);
         spec_free(gpu, 0, &b);
         free(q);
