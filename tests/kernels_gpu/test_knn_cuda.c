@@ -76,6 +76,18 @@ static double elem(const void *rows, sieve_dtype dt, size_t at) {
 }
 
 /* Runs one case and returns the fused search's statistics. */
+/* Forces a recovery on every query: force 1, underfill (a boundary above every key);
+ * 2, overflow (a candidate buffer of k + 8, no tightening); 0 leaves p as it is. */
+static void force_recovery(sieve_search_params *p, int force) {
+    if (force == 1) {
+        p->force_boundary = 1;
+        p->forced_boundary = 1e30f;
+    } else if (force == 2) {
+        p->candidate_capacity = p->k + 8;
+        p->flags = SIEVE_SEARCH_NO_TIGHTEN;
+    }
+}
+
 static sieve_search_stats run_case(const gcase *c) {
     char name[256];
     case_str(c, name, sizeof name);
@@ -97,13 +109,7 @@ static sieve_search_stats run_case(const gcase *c) {
     float *q = queries_for(cpu, c, 11 + c->B);
     sieve_search_params p;
     sieve_search_params_init(&p, c->metric, c->k);
-    if (c->force == 1) {
-        p.force_boundary = 1;
-        p.forced_boundary = 1e30f;
-    } else if (c->force == 2) {
-        p.candidate_capacity = c->k + 8;
-        p.flags = SIEVE_SEARCH_NO_TIGHTEN;
-    }
+    force_recovery(&p, c->force);
     size_t nr = (size_t)c->B * c->k;
     int64_t *rows = malloc(nr * 8), *mrows = malloc(nr * 8);
     float *sc = malloc(nr * 4), *msc = malloc(nr * 4);
@@ -516,13 +522,7 @@ Test(knn_cuda, speculative_select_matches_certify_first, .timeout = 900) {
         float *q = normal_queries(cpu, B, 128, 40 + ci);
         sieve_search_params p;
         sieve_search_params_init(&p, cs[ci].metric, k);
-        if (cs[ci].kind == UNDERFILL) {
-            p.force_boundary = 1;
-            p.forced_boundary = 1e30f;
-        } else if (cs[ci].kind == OVERFLOW) {
-            p.candidate_capacity = k + 8;
-            p.flags = SIEVE_SEARCH_NO_TIGHTEN;
-        }
+        force_recovery(&p, cs[ci].kind == UNDERFILL ? 1 : cs[ci].kind == OVERFLOW ? 2 : 0);
         spec_out a, b;
         sieve_search_stats sa = spec_run(gpu, m, q, B, &p, cs[ci].spec, cs[ci].pinned, &a);
         sieve_search_stats sb = spec_run(gpu, m, q, B, &p, "0", 0, &b);
@@ -630,13 +630,7 @@ Test(knn_cuda, chained_launches_match_sequential, .timeout = 900) {
         float *q = normal_queries(cpu, B, cs[ci].dim, 60 + ci);
         sieve_search_params p;
         sieve_search_params_init(&p, cs[ci].metric, k);
-        if (cs[ci].kind == UNDERFILL) {
-            p.force_boundary = 1;
-            p.forced_boundary = 1e30f;
-        } else if (cs[ci].kind == OVERFLOW) {
-            p.candidate_capacity = k + 8;
-            p.flags = SIEVE_SEARCH_NO_TIGHTEN;
-        }
+        force_recovery(&p, cs[ci].kind == UNDERFILL ? 1 : cs[ci].kind == OVERFLOW ? 2 : 0);
         spec_out a, b;
         sieve_search_stats sa = setting_run(gpu, m, q, B, &p, "SIEVE_CUDA_PDL", "1",
                                             cs[ci].pinned, &a);
