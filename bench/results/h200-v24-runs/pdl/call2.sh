@@ -1,15 +1,7 @@
 # Call 2: which chained launches help (SIEVE_CUDA_PDL as a list of stages), 1M rows, against
 # main (07de6ca), two rounds in alternating order, 40 timed calls a shape; then 5M, all
 # chained against none. Everything lands in $OUT/call2.tar.gz.
-D=$OUT/c2; . bench/results/h200-v23-runs/spec_select/common.sh
-run40() { # like run, 40 timed calls
-  local l=$1 b=$2 e=$3; shift 3
-  env $e LD_LIBRARY_PATH=.deps/$b/lib timeout 90 .deps/$b/build/bench/sieve-bench knn "$@" \
-    --repeat 40 --no-materialized --json $D/t_$l.json > $D/t_$l.log 2>&1
-  echo "$l: $(python3 -c '
-import json,sys
-print(" | ".join("%d/%d %.3f/%s" % (r["batch"], r["k"], r["fused_ms"], r.get("launches_chained","-")) for r in map(json.loads, open(sys.argv[1]))))' $D/t_$l.json)"
-}
+D=$OUT/c2; . bench/results/h200-v24-runs/pdl/common.sh
 echo "--- timing ($(date -u +%T))"
 for r in 1 2; do
   for s in base:gpu-base:X=1 all:gpu:X=1 nosel:gpu:SIEVE_CUDA_PDL=sample,propose,gate \

@@ -2,15 +2,7 @@
 # whole calls in the order main, branch, branch, main (40 timed calls a shape), the GPU
 # kernel suite, the device page cache suite, the server suite on the GPU, racecheck of the
 # float16 shapes with every launch chained. Everything lands in $OUT/call4.tar.gz.
-D=$OUT/c4; . bench/results/h200-v23-runs/spec_select/common.sh
-run40() { # like run, 40 timed calls
-  local l=$1 b=$2 e=$3; shift 3
-  env $e LD_LIBRARY_PATH=.deps/$b/lib timeout 120 .deps/$b/build/bench/sieve-bench knn "$@" \
-    --repeat 40 --no-materialized --json $D/t_$l.json > $D/t_$l.log 2>&1
-  echo "$l: $(python3 -c '
-import json,sys
-print(" | ".join("%d/%d %.3f/%s" % (r["batch"], r["k"], r["fused_ms"], r.get("launches_chained","-")) for r in map(json.loads, open(sys.argv[1]))))' $D/t_$l.json)"
-}
+D=$OUT/c4; . bench/results/h200-v24-runs/pdl/common.sh
 echo "--- timing ($(date -u +%T))"
 for s in base1:gpu-base new1:gpu new2:gpu base2:gpu-base; do
   IFS=: read l b <<< "$s"
