@@ -807,8 +807,8 @@ bool tma_ok(const sieve__cuda_ctx *c, const ScanParams &p, uint32_t BR) {
            (p.rpp % BR == 0 || BR % p.rpp == 0) && p.page_stride >= (uint64_t)p.rpp * p.dim * 2;
 }
 
-/* chain: see launch_ex; a chained launch counts on p.tile_ctr as the query preparation
- * zeroed it, an ordinary one zeroes it first. */
+/* chain: see launch_ex. p.tile_ctr must be zero (tile_counter: the query preparation zeroes
+ * it before the first gate scan, rescan before each later one). */
 template <typename T, int BQ, int BR, int ST, bool STG = false>
 int launch_tma(const sieve__cuda_ctx *c, cudaStream_t s, const ScanParams &p, uint32_t L,
                uint32_t *chain) {
@@ -846,7 +846,6 @@ int launch_tma(const sieve__cuda_ctx *c, cudaStream_t s, const ScanParams &p, ui
     const size_t smem = Sm::bytes;
     SIEVE_CUDA_TRY(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                         (int)smem));
-    if (!chain) SIEVE_CUDA_TRY(cudaMemsetAsync(p.tile_ctr, 0, sizeof(uint32_t), s));
     uint64_t grid = (uint64_t)c->prop.multiProcessorCount; /* one CTA per SM */
     if (grid > tiles) grid = tiles;
     if (grid > (uint64_t)TLOG_CTAS) grid = TLOG_CTAS;
@@ -1161,7 +1160,8 @@ struct Search {
     template <typename X> X *at(size_t off) { return (X *)(base + off); }
 };
 
-/* The gate scan's tile counter (scan_tma_kernel), zeroed by the query preparation. */
+/* The gate scan's tile counter (scan_tma_kernel), zeroed by the query preparation for the
+ * first gate scan and by rescan for each later one. */
 uint32_t *tile_counter(Search &S) { return S.at<uint32_t>(S.L.misc + 32); }
 
 /* Prepares queries (into qprep, padded) from the float32 queries in qf32. */
@@ -1295,6 +1295,8 @@ int rescan(Search &S, const std::vector<uint32_t> &qlist, const std::vector<floa
     sp.q = S.at<void>(S.L.qsub);
     sp.nq = nc;
     sp.qmap = idx;
+    /* the first gate scan left the tile counter where it stopped */
+    SIEVE_CUDA_TRY(cudaMemsetAsync(tile_counter(S), 0, sizeof(uint32_t), S.s));
     int rc = launch_scan<MODE_GATE>(S.c, S.s, S.m->dtype, sp, (uint32_t)S.m->n_rows);
     if (rc) return rc;
     SIEVE_CUDA_TRY(cudaStreamSynchronize(S.s)); /* lo, qlist stay valid until here */

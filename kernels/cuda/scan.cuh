@@ -99,7 +99,7 @@ struct ScanParams {
     /* MODE_MAT */
     uint64_t *mat;              /* [nq][mat_ld] */
     uint64_t mat_ld;
-    uint32_t *tile_ctr;         /* TMA GATE scan: the next tile to claim (zeroed per launch) */
+    uint32_t *tile_ctr;         /* TMA GATE scan: the next tile to claim (zero at launch) */
     uint32_t *tile_log;         /* TMA GATE scan: [TLOG_CTAS][TLOG_RING] tiles each CTA took */
     /* host side only (the TMA launcher's row map): sieve_matrix.page_base / page_stride */
     const void *page_base;
@@ -987,7 +987,7 @@ __device__ __forceinline__ void tma_epilogue(const ScanParams &p, const float *a
 
 /* The GATE scan with the loads issued by the tensor memory accelerator. One CTA per SM,
  * persistent over tiles of BQ queries x BR rows, claimed in order from a counter
- * (p.tile_ctr, zeroed by the launcher: tile t is row tile t / nqt, query tile t % nqt) by
+ * (p.tile_ctr, zero at launch: tile t is row tile t / nqt, query tile t % nqt) by
  * the producer, which tells the consumers through p.tile_log a tile ahead (global memory,
  * read after a slot's barrier: compute-sanitizer's racecheck does not follow mbarrier
  * ordering of shared memory and reported a shared-memory hand-off as a race);
