@@ -15,6 +15,13 @@
  * One query is the exception that keeps the rule: the call is then cblas_sgemv (X q), for
  * every tile and every path of that search. The product is the same; OpenBLAS's sgemm packs
  * the whole tile for M = 1 and runs about half as fast on this memory-bound shape.
+ *
+ * Every call has the same shape: a short tile (the last rows of a collection) is scored
+ * padded with zero rows to the full tile and the padding's keys are dropped. OpenBLAS
+ * computes a short call with other kernels, in another summation order, so identical rows
+ * got different keys depending on where they lay, and ties between them were not broken by
+ * row (measured with the SkylakeX kernels the server selects: 20,000 identical rows, eight
+ * queries, and the last 32 rows, a short tile, outranked row 0 for two of them).
  */
 #include <cblas.h>
 #include <math.h>
@@ -112,13 +119,22 @@ void sieve__cpu_score_tile(const sieve__cpu_scorer *s, uint64_t row0, uint32_t n
     size_t esz = sieve_dtype_size(m->dtype);
     const char *src = (const char *)m->pages[page] + off * s->dim * esz;
     const float *x;
-    if (m->dtype == SIEVE_DTYPE_F32) {
+    uint32_t n = nrows;
+    if (m->dtype == SIEVE_DTYPE_F32 && nrows == s->tile_rows) {
         x = (const float *)(const void *)src;
     } else {
-        sieve_convert_to_f32(m->dtype, src, xbuf, (size_t)nrows * s->dim);
+        if (m->dtype == SIEVE_DTYPE_F32)
+            memcpy(xbuf, src, (size_t)nrows * s->dim * sizeof(float));
+        else
+            sieve_convert_to_f32(m->dtype, src, xbuf, (size_t)nrows * s->dim);
+        if (nrows < s->tile_rows) { /* a short tile: padded to the full one (see above) */
+            memset(xbuf + (size_t)nrows * s->dim, 0,
+                   (size_t)(s->tile_rows - nrows) * s->dim * sizeof(float));
+            n = s->tile_rows;
+        }
         x = xbuf;
     }
-    blas_tile(s, x, nrows, keys);
+    blas_tile(s, x, n, keys);
     const float *norms = NULL;
     if (s->metric == SIEVE_METRIC_EUCLID) norms = m->norm_pages[page] + off;
     finish_keys(s, nrows, norms, keys);

@@ -462,6 +462,78 @@ Test(knn_paths, all_ties_go_full_and_break_ties_by_row) {
     sieve_device_close(dev);
 }
 
+/* Identical real-valued rows must score alike wherever they lie, or ties between them are
+ * not broken by row. 20,000 rows in pages of 1024 end in a 544-row page: tiles of 256, 256
+ * and 32 rows. Before the short tile was scored padded to the full tile, OpenBLAS computed it
+ * with another kernel (another summation order) and, for 2 of 8 random queries, its rows
+ * outranked row 0 (found through the REST API, tests/python/test_rest_exact.py). Every
+ * dtype and metric, one query (sgemv) and eight (sgemm), k = 1 and 100, and twins: row r
+ * and row r + 10,000 equal, so each twin pair must come back together, smaller row first. */
+Test(knn_paths, identical_real_rows_score_alike_wherever_they_lie) {
+    sieve_device *dev = open_cpu("cpu:2");
+    const uint64_t n = 20000;
+    const uint32_t dim = 32, nq = 8;
+    float *one = kt_make_rows(KT_GAUSS, 1, dim, 11);
+    float *half = kt_make_rows(KT_GAUSS, n / 2, dim, 12);
+    float *rows = malloc(n * dim * sizeof *rows);
+    float *twins = malloc(n * dim * sizeof *twins);
+    float *q = kt_make_queries(KT_GAUSS, nq, dim, 13);
+    cr_assert(one && half && rows && twins && q);
+    for (uint64_t r = 0; r < n; r++) {
+        memcpy(rows + r * dim, one, dim * sizeof *rows);
+        memcpy(twins + r * dim, half + (r % (n / 2)) * dim, dim * sizeof *twins);
+    }
+    int64_t *r = malloc(nq * 100 * sizeof *r);
+    float *sc = malloc(nq * 100 * sizeof *sc);
+    cr_assert(r && sc);
+    uint32_t cnt[8];
+    for (int dt = 0; dt < 3; dt++)
+        for (int me = 0; me < 3; me++)
+            for (uint32_t b = 1; b <= nq; b += nq - 1)
+                for (uint32_t k = 1; k <= 100; k += 99) {
+                    for (int set = 0; set < 2; set++) {
+                        kt_matrix t;
+                        kt_matrix_build(&t, (sieve_dtype)dt, dim, n, 1024, set ? twins : rows);
+                        sieve_search_params p;
+                        sieve_search_params_init(&p, (sieve_metric)me, k);
+                        char what[96];
+                        snprintf(what, sizeof what, "%s %s %s B=%u k=%u",
+                                 set ? "twins" : "identical", sieve_dtype_name((sieve_dtype)dt),
+                                 sieve_metric_name((sieve_metric)me), b, k);
+                        kt_check_fused_vs_oracle(dev, &t.m, q, b, &p, what, NULL, r, sc, cnt,
+                                                 NULL);
+                        for (uint32_t j = 0; j < b; j++) {
+                            cr_assert_eq(cnt[j], k, "%s: count", what);
+                            for (uint32_t i = 0; i < k; i++) {
+                                const int64_t *rj = r + (size_t)j * k;
+                                const float *sj = sc + (size_t)j * k;
+                                if (!set) {
+                                    cr_assert_eq(rj[i], (int64_t)i,
+                                                 "%s query %u rank %u: row %lld, want %u", what,
+                                                 j, i, (long long)rj[i], i);
+                                    cr_assert(sj[i] == sj[0], "%s: scores differ", what);
+                                } else if (i % 2 == 1) {
+                                    /* a pair: the twin right after, same score */
+                                    cr_assert_eq(rj[i], rj[i - 1] + (int64_t)(n / 2),
+                                                 "%s query %u rank %u: row %lld after %lld", what,
+                                                 j, i, (long long)rj[i], (long long)rj[i - 1]);
+                                    cr_assert(sj[i] == sj[i - 1], "%s: twins score apart", what);
+                                }
+                            }
+                        }
+                        kt_matrix_free(&t);
+                    }
+                }
+    free(one);
+    free(half);
+    free(rows);
+    free(twins);
+    free(q);
+    free(r);
+    free(sc);
+    sieve_device_close(dev);
+}
+
 /* Deleted and allowed masks on the sampled path, fewer eligible rows than k, and none. */
 Test(knn_masks, deleted_allowed_and_too_few) {
     sieve_device *dev = open_cpu("cpu:2");
