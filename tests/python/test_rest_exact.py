@@ -19,10 +19,11 @@ answer is compared with a full sort of float64-exact keys of the same rows:
   so within each group of identical rows the answer must hold the group's smallest eligible
   rows, in row order (ties, dups, and neighbours of sorted rows that round alike).
 
-Data sets (N rows of DIM): normal (Dot float16, Euclid bfloat16), ties (every row the same,
-Dot float16), dups (1000 distinct rows repeated, Euclid float16), sorted_asc (rows a growing
-multiple of one direction, Dot float16), outlier (one row 1000 times longer, Dot bfloat16),
-band (every row within 1e-3 of one direction: all scores in a narrow band, Cosine float32).
+Data sets (N rows of DIM): normal (Dot float16, Euclid bfloat16), ties (every row the same;
+Dot float16, Cosine bfloat16), dups (1000 distinct rows repeated; Euclid float16, Dot
+float32), sorted_asc (rows a growing multiple of one direction, Dot float16), outlier (one
+row 1000 times longer, Dot bfloat16), band (every row within 1e-3 of one direction: all
+scores in a narrow band, Cosine float32).
 
 Run: SIEVE_BUILD_DIR=build python3 tests/python/test_rest_exact.py [--n N] [--dim D]
 (SIEVE_TEST_DEVICE=cuda:0 runs the server on a GPU; the GPU machine's run uses --n 1000000.)
@@ -304,7 +305,8 @@ def run_set(api, kind, metric, dtype, n, dim, rng, chunk):
 
 
 SETS = [("normal", "Dot", "float16"), ("normal", "Euclid", "bfloat16"),
-        ("ties", "Dot", "float16"), ("dups", "Euclid", "float16"),
+        ("ties", "Dot", "float16"), ("ties", "Cosine", "bfloat16"),
+        ("dups", "Euclid", "float16"), ("dups", "Dot", "float32"),
         ("sorted_asc", "Dot", "float16"), ("outlier", "Dot", "bfloat16"),
         ("band", "Cosine", "float32")]
 
