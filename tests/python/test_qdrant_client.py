@@ -14,46 +14,14 @@ Run: SIEVE_BUILD_DIR=build python3 tests/python/test_qdrant_client.py
 (SIEVE_TEST_DEVICE=cuda:0 runs the server on a GPU instead of the CPU.)
 """
 import os
-import re
-import signal
-import subprocess
 import sys
 import tempfile
-import time
 import uuid
 
 import numpy as np
 from qdrant_client import QdrantClient, models
 
-
-def start_server(build_dir, data_dir, log_path):
-    binary = os.path.join(build_dir, "server", "sieve-server")
-    log = open(log_path, "w")
-    proc = subprocess.Popen(
-        [binary, "--host", "127.0.0.1", "--port", "0", "--data-dir", data_dir,
-         "--device", os.environ.get("SIEVE_TEST_DEVICE") or "cpu", "--no-sync"],
-        stdout=log, stderr=subprocess.STDOUT)
-    deadline = time.time() + 30
-    while time.time() < deadline:
-        if proc.poll() is not None:
-            raise SystemExit("sieve-server exited at startup:\n" + open(log_path).read())
-        m = re.search(r"listening on http://127\.0\.0\.1:(\d+)", open(log_path).read())
-        if m:
-            return proc, int(m.group(1))
-        time.sleep(0.05)
-    proc.kill()
-    raise SystemExit("sieve-server did not start:\n" + open(log_path).read())
-
-
-def stop_server(proc, log_path):
-    proc.send_signal(signal.SIGTERM)
-    try:
-        rc = proc.wait(timeout=60)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        raise SystemExit("sieve-server did not stop within 60 s of SIGTERM")
-    if rc != 0:
-        raise SystemExit(f"sieve-server exited with {rc}:\n" + open(log_path).read())
+from sieve_server import start_server, stop_server
 
 
 class Data:

@@ -33,52 +33,22 @@ SIGTERM and requiring exit status 0.
 import argparse
 import json
 import os
-import re
-import signal
 import struct
-import subprocess
 import sys
 import tempfile
 import time
+import urllib.error
 import urllib.request
 
 import numpy as np
+
+from sieve_server import start_server, stop_server
 
 LIMITS = [1, 10, 128, 1024, 8192, 16384]
 NQ = 8
 GROUPS = 7  # payload g = row % GROUPS; the filter keeps g == 3
 U = {"float16": 2.0 ** -11, "bfloat16": 2.0 ** -8, "float32": 2.0 ** -20}
 WIRE = {"float32": 0, "float16": 1, "bfloat16": 2}
-
-
-def start_server(build_dir, data_dir, log_path):
-    binary = os.path.join(build_dir, "server", "sieve-server")
-    log = open(log_path, "w")
-    proc = subprocess.Popen(
-        [binary, "--host", "127.0.0.1", "--port", "0", "--data-dir", data_dir,
-         "--device", os.environ.get("SIEVE_TEST_DEVICE") or "cpu", "--no-sync"],
-        stdout=log, stderr=subprocess.STDOUT)
-    deadline = time.time() + 60
-    while time.time() < deadline:
-        if proc.poll() is not None:
-            raise SystemExit("sieve-server exited at startup:\n" + open(log_path).read())
-        m = re.search(r"listening on http://127\.0\.0\.1:(\d+)", open(log_path).read())
-        if m:
-            return proc, int(m.group(1))
-        time.sleep(0.05)
-    proc.kill()
-    raise SystemExit("sieve-server did not start:\n" + open(log_path).read())
-
-
-def stop_server(proc, log_path):
-    proc.send_signal(signal.SIGTERM)
-    try:
-        rc = proc.wait(timeout=120)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        raise SystemExit("sieve-server did not stop within 120 s of SIGTERM")
-    if rc != 0:
-        raise SystemExit(f"sieve-server exited with {rc}:\n" + open(log_path).read())
 
 
 class Api:
