@@ -5,6 +5,9 @@
 #   info      GPU, driver, OS
 #   test      GPU kernel suite, device page cache suite
 #   server    the server black-box suite with the server on the GPU
+#   rest      tests/python/test_rest_exact.py with the server on the GPU ($REST_ARGS, default
+#             --n 300000 --dim 128, about a minute; --n 1000000 took 2 minutes): REST answers
+#             against numpy full sorts on adversarial data
 #   sanitize  compute-sanitizer memcheck and racecheck on small shapes (B = 1, 40 and 70: the
 #             64-query TMA tile, the staged 64-query and 128-query tiles)
 #   bench     sieve-bench knn ($BENCH_ARGS; cut after $BENCH_TIMEOUT s, default 400, so a hung
@@ -55,6 +58,11 @@ for stage in "$@"; do
       SIEVE_BUILD_DIR="$B" SIEVE_TEST_DEVICE=cuda:0 timeout 400 "$B/tests/test_server" --jobs 4 \
         --verbose=0 2>&1 | tee "$OUT/test_server_gpu.log" | grep -E "^\[(FAIL|====)|assert" | tail -12
       [ "${PIPESTATUS[0]}" -eq 0 ] || status=1 ;;
+    rest)
+      SIEVE_BUILD_DIR="$B" SIEVE_TEST_DEVICE=cuda:0 timeout 400 python3 tests/python/test_rest_exact.py \
+        ${REST_ARGS:---n 300000 --dim 128} > "$OUT/test_rest_exact_gpu.log" 2>&1
+      rc=$?; tail -12 "$OUT/test_rest_exact_gpu.log"
+      [ $rc -eq 0 ] || status=1 ;;
     sanitize)
       for tool in memcheck racecheck; do
         compute-sanitizer --tool $tool --error-exitcode 3 "$B/bench/sieve-bench" knn --n 70000 --dim 96 \

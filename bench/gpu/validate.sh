@@ -2,7 +2,8 @@
 # The whole check of a kernel build in one device call (run from the repository root on the
 # GPU machine, with the bundle of bench/gpu/bundle.sh carried), in the order that stops
 # early: the GPU kernel and device page cache suites (nothing else runs if they fail), the
-# server suite on the GPU, compute-sanitizer memcheck and racecheck, the kernel sweep of
+# server suite and the REST exactness test with the server on the GPU, compute-sanitizer
+# memcheck and racecheck, the kernel sweep of
 # bench/RESULTS.md beside torch (bench/gpu/sweep.sh), and the end-to-end server run at 1, 64
 # and 128 clients. Everything lands in one archive, $OUT/validate.tar.xz (the device tool
 # brings back only a few files per call); unpack it with `tar -xJf`.
@@ -13,7 +14,8 @@
 # sanitize; then sweep and end to end). The archive is rewritten
 # after each stage, so a cut call keeps what ran.
 # usage: bench/gpu/validate.sh [all|check|perf]
-#   check: info, GPU suites, server suite, sanitizers (about 7 minutes)
+#   check: info, GPU suites, server suite, REST exactness (tests/python/test_rest_exact.py,
+#          300k x 128), sanitizers (about 8 minutes)
 #   perf:  sweep beside torch, end to end (about 2 minutes); all (default): both, the
 #          performance part only when the GPU suites pass
 case "${1:-}" in -h | --help) sed -n '2,/^[^#]/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;; esac
@@ -33,6 +35,7 @@ if [ "$part" != perf ]; then
   pack
   if grep -q "Failing: 0" "$OUT/test_knn_cuda.log" && grep -q "Failing: 0" "$OUT/test_devcache.log"; then
     timeout 60 bench/gpu/run.sh server 2>&1 | tail -3
+    timeout 200 bench/gpu/run.sh rest 2>&1 | tail -12
     timeout 330 bench/gpu/run.sh sanitize 2>&1 | tail -6
     pack
   else
