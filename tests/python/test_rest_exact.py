@@ -5,7 +5,7 @@ Starts $SIEVE_BUILD_DIR/server/sieve-server (device $SIEVE_TEST_DEVICE, default 
 free loopback port with a temporary data directory; for each data set below creates a
 collection, loads it with the binary upsert (rows already in the collection's dtype, so the
 server stores exactly what numpy holds; a payload {"g": row % 7} on every point), and asks
-/points/search/batch for 8 queries at every limit of LIMITS (capped at the live rows), with
+/points/search/batch for 8 queries at every limit of LIMITS (those above N skipped), with
 and without a payload filter, before and after deleting a random 1% of the points. Each
 answer is compared with a full sort of float64-exact keys of the same rows:
 
@@ -26,7 +26,8 @@ row 1000 times longer, Dot bfloat16), band (every row within 1e-3 of one directi
 scores in a narrow band, Cosine float32).
 
 Run: SIEVE_BUILD_DIR=build python3 tests/python/test_rest_exact.py [--n N] [--dim D]
-(SIEVE_TEST_DEVICE=cuda:0 runs the server on a GPU; the GPU machine's run uses --n 1000000.)
+(SIEVE_TEST_DEVICE=cuda:0 runs the server on a GPU; on the GPU machine bench/gpu/run.sh rest
+runs it at 300,000 x 128.)
 Exits non-zero on the first failure, after printing it; ends by stopping the server with
 SIGTERM and requiring exit status 0.
 """
