@@ -5,7 +5,8 @@ Starts $SIEVE_BUILD_DIR/server/sieve-server (device $SIEVE_TEST_DEVICE, default 
 free loopback port with a temporary data directory; for each data set below creates a
 collection, loads it with the binary upsert (rows already in the collection's dtype, so the
 server stores exactly what numpy holds; a payload {"g": row % 7} on every point), and asks
-/points/search/batch for 8 queries at every limit of LIMITS (those above N skipped), with
+/points/search/batch for 8 queries at every limit of LIMITS (those above N skipped), and
+/points/search for two of them alone at limits 10 and 1024 (kernel calls of one query), with
 and without a payload filter, before and after deleting a random 1% of the points. Each
 answer is compared with a full sort of float64-exact keys of the same rows:
 
@@ -46,6 +47,7 @@ import numpy as np
 from sieve_server import start_server, stop_server
 
 LIMITS = [1, 10, 128, 1024, 8192, 16384]
+SINGLE_LIMITS = (10, 1024)  # also asked one query a request (the first two queries)
 NQ = 8
 GROUPS = 7  # payload g = row % GROUPS; the filter keeps g == 3
 U = {"float16": 2.0 ** -11, "bfloat16": 2.0 ** -8, "float32": 2.0 ** -20}
@@ -268,6 +270,18 @@ def run_set(api, kind, metric, dtype, n, dim, rng, chunk):
                     check_answer(what, pts, metric, dtype, kq[i][0], kq[i][1], eligible,
                                  orders[i], groups, ties, qs[i], limit)
                     checked += 1
+                if limit in SINGLE_LIMITS:
+                    # one query a request, one after another: kernel calls of one query
+                    # (other loops than the batch's on both devices)
+                    for i, q in enumerate(qs[:2]):
+                        body = dict(searches[i])
+                        pts = api.call("POST", f"/collections/{name}/points/search",
+                                       body)["result"]
+                        what = (f"{name} {phase}{' filtered' if filtered else ''} limit "
+                                f"{limit} q{i} alone")
+                        check_answer(what, pts, metric, dtype, kq[i][0], kq[i][1], eligible,
+                                     orders[i], groups, ties, q, limit)
+                        checked += 1
     api.call("DELETE", f"/collections/{name}")
     print(f"  {name}: {n} rows x {dim} ({int(multi.sum())} with an identical twin), {checked} "
           f"answers exact ({time.time() - t0:.1f} s)",
