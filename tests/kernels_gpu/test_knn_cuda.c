@@ -75,7 +75,6 @@ static double elem(const void *rows, sieve_dtype dt, size_t at) {
     }
 }
 
-/* Runs one case and returns the fused search's statistics. */
 /* Forces a recovery on every query: force 1, underfill (a boundary above every key);
  * 2, overflow (a candidate buffer of k + 8, no tightening); 0 leaves p as it is. */
 static void force_recovery(sieve_search_params *p, int force) {
@@ -88,6 +87,7 @@ static void force_recovery(sieve_search_params *p, int force) {
     }
 }
 
+/* Runs one case and returns the fused search's statistics. */
 static sieve_search_stats run_case(const gcase *c) {
     char name[256];
     case_str(c, name, sizeof name);
