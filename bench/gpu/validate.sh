@@ -36,7 +36,7 @@ if [ "$part" != perf ]; then
   if grep -q "Failing: 0" "$OUT/test_knn_cuda.log" && grep -q "Failing: 0" "$OUT/test_devcache.log"; then
     timeout 60 bench/gpu/run.sh server 2>&1 | tail -3
     timeout 200 bench/gpu/run.sh rest 2>&1 | tail -12
-    timeout 330 bench/gpu/run.sh sanitize 2>&1 | tail -6
+    timeout 400 bench/gpu/run.sh sanitize 2>&1 | tail -6
     pack
   else
     ok=0

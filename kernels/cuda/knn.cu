@@ -809,7 +809,7 @@ bool tma_ok(const sieve__cuda_ctx *c, const ScanParams &p, uint32_t BR) {
 
 /* chain: see launch_ex. p.tile_ctr must be zero (tile_counter: the query preparation zeroes
  * it before the first gate scan, rescan before each later one). */
-template <typename T, int BQ, int BR, int ST, bool STG = false>
+template <typename T, int BQ, int BR, int ST, bool STG = false, bool HLP = false>
 int launch_tma(const sieve__cuda_ctx *c, cudaStream_t s, const ScanParams &p, uint32_t L,
                uint32_t *chain) {
     using Sm = TmaSmem<BQ, BR, ST>;
@@ -842,7 +842,7 @@ int launch_tma(const sieve__cuda_ctx *c, cudaStream_t s, const ScanParams &p, ui
         fprintf(stderr, "sieve: cuTensorMapEncodeTiled failed (%d, %d)\n", (int)r1, (int)r2);
         return SIEVE_EDEVICE;
     }
-    auto kern = scan_tma_kernel<T, BQ, BR, ST, STG>;
+    auto kern = scan_tma_kernel<T, BQ, BR, ST, STG, HLP>;
     const size_t smem = Sm::bytes;
     SIEVE_CUDA_TRY(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                         (int)smem));
@@ -861,7 +861,9 @@ int launch_tma(const sieve__cuda_ctx *c, cudaStream_t s, const ScanParams &p, ui
  * TMA-fed warp-specialised tiles, one CTA per SM, direct admissions: "tma64x256",
  * "tma64x128" (64 queries; above 64 both use "tma128x256"), "tma128x256"; and their forms
  * that stage admissions per warp in shared memory (WST_CAP in scan.cuh): "tma64x128s",
- * "tma64x256s" (above 64 queries both use "tma128x256s") and "tma128x256s". The TMA tiles
+ * "tma64x256s" (above 64 queries both use "tma128x256s") and "tma128x256s"; "tma128x256h" is
+ * "tma128x256s" with the staged entries completed by the producer warpgroup's idle warps
+ * (HLP in scan.cuh; the same on the 64-query tile, measured, was no faster). The TMA tiles
  * need evenly spaced pages (sieve_matrix.page_base) and fall back to the cp.async tiles
  * otherwise and for the sample and materialized modes.
  * Defaults, from the H200 A/B runs in bench/KERNEL_NOTES.md (5M rows, float16): tma64x256
@@ -874,13 +876,18 @@ int launch_tma(const sieve__cuda_ctx *c, cudaStream_t s, const ScanParams &p, ui
  * 22.2-22.6 against 23.4 ms, k = 8192 26.1-26.6 against 43.4-44.1 for wg128x128s3; since
  * v14 also at small k, two rounds against tma128x256: B = 1024 k = 128 15.6-15.7 against
  * 17.7-17.9 ms, k = 10 14.9-15.1 against 16.4-16.7, B = 128 k = 128 2.23-2.26 against 2.50;
- * v12's staged form had been slower there). k between 129 and 1023 was not measured.
+ * v12's staged form had been slower there); since v24 tma128x256h above 64 queries (whole
+ * calls, three rounds each way against tma128x256s, 5M: B = 1024 k = 128 14.52-14.58
+ * against 15.17-15.24 ms, k = 8192 21.26-21.49 against 22.21-22.62, B = 512 k = 8192
+ * 10.51-10.70 against 11.07-11.41, B = 128 k = 8192 3.13-3.25 against 3.33-3.38; B = 128
+ * k <= 128 equal). k between 129 and 1023 was not measured.
  * SIEVE_CUDA_SCAN overrides the choice for benchmarks and tests; every
  * mode of one search uses the same variant, and every variant computes each key the same
  * way (the GPU tests check the keys are bit-identical across variants). */
 enum ScanVariant {
     SV_MMA, SV_WG64x128, SV_WG128x128S3, SV_WG64x128D, SV_WG128x128S3D,
-    SV_TMA64x256, SV_TMA128x256, SV_TMA64x128, SV_TMA64x128S, SV_TMA128x256S, SV_TMA64x256S
+    SV_TMA64x256, SV_TMA128x256, SV_TMA64x128, SV_TMA64x128S, SV_TMA128x256S, SV_TMA64x256S,
+    SV_TMA128x256H
 };
 
 ScanVariant scan_variant(const sieve__cuda_ctx *c, uint32_t nq, uint32_t k, bool vec) {
@@ -899,10 +906,11 @@ ScanVariant scan_variant(const sieve__cuda_ctx *c, uint32_t nq, uint32_t k, bool
         if (!strcmp(e, "tma64x128s")) return nq <= 64 ? SV_TMA64x128S : SV_TMA128x256S;
         if (!strcmp(e, "tma64x256s")) return nq <= 64 ? SV_TMA64x256S : SV_TMA128x256S;
         if (!strcmp(e, "tma128x256s")) return SV_TMA128x256S;
+        if (!strcmp(e, "tma128x256h")) return SV_TMA128x256H;
     }
     if (nq <= 8 || (nq <= 16 && k <= 1024)) return SV_TMA64x256;
     if (nq <= 64) return SV_TMA64x256S;
-    return SV_TMA128x256S;
+    return SV_TMA128x256H;
 }
 
 template <int MODE, typename T>
@@ -919,6 +927,8 @@ int launch_scan_t(const sieve__cuda_ctx *c, cudaStream_t s, const ScanParams &p,
             if (v == SV_TMA64x128S) return launch_tma<T, 64, 128, 8, true>(c, s, p, L, chain);
             if (v == SV_TMA64x256S) return launch_tma<T, 64, 256, 5, true>(c, s, p, L, chain);
             if (v == SV_TMA128x256S) return launch_tma<T, 128, 256, 4, true>(c, s, p, L, chain);
+            if (v == SV_TMA128x256H)
+                return launch_tma<T, 128, 256, 4, true, true>(c, s, p, L, chain);
             return launch_tma<T, 128, 256, 4>(c, s, p, L, chain);
         }
         /* the sample and materialized modes, and matrices the TMA cannot address, use the

@@ -839,6 +839,7 @@ __device__ inline WstPending wst_reserve(const ScanParams &p, const uint64_t *bu
                                          uint32_t row0, uint32_t q0, uint32_t lane) {
     WstPending r = {~0u, 0u, 0u, 0.f, 0.f, 0.f};
     if (lane < n) {
+        /* racecheck-handoff: in the HLP tile a helper reads a consumer warp's entry */
         const uint64_t e = buf[lane];
         const uint32_t li = row0 + (uint32_t)(e & 0xffffu);
         if (row_admissible(p, li)) {
@@ -853,7 +854,7 @@ __device__ inline WstPending wst_reserve(const ScanParams &p, const uint64_t *bu
     return r;
 }
 
-__device__ __noinline__ void wst_finish(const ScanParams &p, WstPending r) {
+__device__ __forceinline__ void wst_finish_inl(const ScanParams &p, WstPending r) {
     if (r.pos == ~0u) return;
     if (r.pos < p.cap) p.cand[(size_t)r.q * p.cap + r.pos] = pack_cand(r.key, r.li);
     atomicAdd(p.hist + (size_t)r.q * NBINS + bin_of(r.key, r.lo, r.w), 1u);
@@ -861,6 +862,7 @@ __device__ __noinline__ void wst_finish(const ScanParams &p, WstPending r) {
     const uint32_t step = p.k > 256 ? p.k : 256;
     if (p.tighten && (n == p.k || (n > p.k && n % step == 0))) tighten_boundary(p, r.q);
 }
+__device__ __noinline__ void wst_finish(const ScanParams &p, WstPending r) { wst_finish_inl(p, r); }
 
 /* Admits the n entries of a warp buffer at once (called by the whole warp). */
 __device__ __noinline__ void wst_flush(const ScanParams &p, const uint64_t *buf, uint32_t n,
@@ -894,6 +896,7 @@ __device__ __noinline__ uint32_t wst_group(const ScanParams &p, WstGroup k, bool
         const uint32_t bal = __ballot_sync(~0u, pass);
         if (bal) {
             if (pass)
+                /* racecheck-handoff: in the HLP tile a helper reads it (see HLP) */
                 wbuf[wcnt + __popc(bal & ((1u << lane) - 1u))] =
                     ((uint64_t)__float_as_uint(key) << 32) | ((uint32_t)ql << 16 | (uint32_t)rl);
             wcnt += __popc(bal);
@@ -906,6 +909,29 @@ __device__ __noinline__ uint32_t wst_group(const ScanParams &p, WstGroup k, bool
         }
     }
     return wcnt;
+}
+
+/* HLP (the 128-query staged tile): the staged entries are completed by the producer
+ * warpgroup's warps 1-3 (the helpers), which have nothing else to do, instead of by the
+ * consumer warps a tile and two tiles later: the consumer warps' time is the tensor cores'
+ * time (their epilogue delays their next wgmma). Helper h (1..3) serves the consumer warps
+ * w with w % 3 == h - 1 (three warps, two for helper 3), tile by tile. The hand-off goes
+ * through named barriers, which compute-sanitizer's racecheck follows (it does not follow
+ * mbarrier ordering of shared memory): per helper and buffer parity a "full" barrier (the
+ * consumer warps bar.arrive after writing their entries, count and tile; the helper
+ * bar.sync before reading them) and an "empty" one (the helper bar.arrive once it has read
+ * them; a consumer warp bar.sync before it writes that buffer again, two tiles later). Every
+ * consumer warp of a CTA runs the same tiles, so the arrivals line up; after the last tile
+ * each consumer warp publishes a count of ~0 (the end) and also waits on the last tile's
+ * empty barrier, so no arrival is left pending when the CTA exits. Deadlock-free: a consumer
+ * warp waits (before its epilogue of tile i, after the Euclid tile barrier) only for the
+ * helper to have read tile i - 2 of its warps, which every consumer warp published before
+ * that barrier of tile i - 1. Ids: 0 is __syncthreads, 1 the Euclid norm table. */
+constexpr int HB_FULL = 2;  /* + 2 (h - 1) + parity: ids 2..7 */
+constexpr int HB_EMPTY = 8; /* + 2 (h - 1) + parity: ids 8..13 */
+__device__ __forceinline__ int hlp_threads(int h) { return h == 3 ? 96 : 128; }
+__device__ inline void named_bar_arrive(int id, int n) {
+    asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(n) : "memory");
 }
 
 /* The TMA scan's gate (GATE epilogue) for one tile: per query row of the thread, the
@@ -1007,7 +1033,7 @@ __device__ __forceinline__ void tma_epilogue(const ScanParams &p, const float *a
  * swizzle, the layout sw128_desc describes. The per-element accumulation order is the one of
  * scan_wgmma_kernel (same wgmma sequence), so keys are bit-identical to the other variants.
  */
-template <typename T, int BQ, int BR, int STAGES, bool STG>
+template <typename T, int BQ, int BR, int STAGES, bool STG, bool HLP = false>
 __global__ void __launch_bounds__(384, 1)
 scan_tma_kernel(const __grid_constant__ ScanParams p, const __grid_constant__ CUtensorMap tm_rows,
                 const __grid_constant__ CUtensorMap tm_q) {
@@ -1017,6 +1043,7 @@ scan_tma_kernel(const __grid_constant__ ScanParams p, const __grid_constant__ CU
     constexpr int WN = BQ == 128 ? BR : BR / 2; /* wgmma N */
     constexpr int NACC = WN / 2;
     static_assert(BQ == 64 || BQ == 128, "query tile");
+    static_assert(!HLP || STG, "the helpers complete staged entries");
 
     extern __shared__ unsigned char smem_raw[];
     uint32_t sbase = smem_u32(smem_raw);
@@ -1029,6 +1056,8 @@ scan_tma_kernel(const __grid_constant__ ScanParams p, const __grid_constant__ CU
     __shared__ float rnorm[2][BR]; /* Euclid: |x|^2 of the tile's rows, by tile parity */
     /* STG: the consumer warps' admission buffers (WST_CAP above), by tile parity */
     __shared__ uint64_t wst[STG ? 2 * WST_WARPS * WST_CAP : 1];
+    /* HLP: each consumer warp's entry count (~0: the end) and tile, by buffer parity */
+    __shared__ uint32_t hlp_n[HLP ? 2 : 1][WST_WARPS], hlp_t[HLP ? 2 : 1][WST_WARPS];
 
     const uint32_t L = p.n_rows;
     const uint32_t ntiles = ((L + BR - 1) / BR) * p.nqt; /* the launcher checks it fits */
@@ -1051,6 +1080,38 @@ scan_tma_kernel(const __grid_constant__ ScanParams p, const __grid_constant__ CU
     const int wg = threadIdx.x / 128;
     if (wg == 0) {
         asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n" ::: "memory");
+        if (HLP && threadIdx.x >= 32) {
+            /* a helper (see HLP above tma_epilogue): the admission inline (an out-of-line
+               call here makes ptxas ignore setmaxnreg, info C7507) */
+            const int h = threadIdx.x / 32, nthr = hlp_threads(h), nw = nthr / 32 - 1;
+            const uint32_t ln = threadIdx.x % 32;
+            pdl_wait(); /* the propose step's counts, bins and boundaries */
+            for (uint32_t i = 0;; i++) {
+                const int par = (int)(i & 1);
+                named_bar_sync(HB_FULL + 2 * (h - 1) + par, nthr);
+                WstPending r[3];
+                bool end = false;
+#pragma unroll
+                for (int m = 0; m < 3; m++) {
+                    r[m].pos = ~0u;
+                    if (m >= nw) continue;
+                    const int w = h - 1 + 3 * m;
+                    /* racecheck-handoff: written by consumer warp w */
+                    const uint32_t n = hlp_n[par][w], tt = hlp_t[par][w];
+                    if (n == ~0u) {
+                        end = true;
+                        continue;
+                    }
+                    r[m] = wst_reserve(p, wst + ((size_t)par * WST_WARPS + w) * WST_CAP, n,
+                                       (tt / p.nqt) * BR, (tt % p.nqt) * BQ, ln);
+                }
+                if (end) return; /* every consumer warp publishes the end after the same tile */
+                /* the entries are in registers: the buffers may be written again */
+                named_bar_arrive(HB_EMPTY + 2 * (h - 1) + par, nthr);
+#pragma unroll
+                for (int m = 0; m < 3; m++) wst_finish_inl(p, r[m]);
+            }
+        }
         if (threadIdx.x != 0) return;
         /* tiles are taken from a counter, in order across the GPU, so the query tiles of a
            row tile run at about the same time and its rows come from L2 after the first
@@ -1101,6 +1162,7 @@ scan_tma_kernel(const __grid_constant__ ScanParams p, const __grid_constant__ CU
     const int ro = BQ == 128 ? 0 : cw * (BR / 2); /* and first row */
     const int lane = threadIdx.x % 32, wq = (threadIdx.x % 128) / 32;
     const int g = lane / 4, tq = lane % 4;
+    const int hw = (ct / 32) % 3; /* HLP: this warp's helper, less one */
 
     float acc[NACC];
 #pragma unroll
@@ -1169,7 +1231,7 @@ scan_tma_kernel(const __grid_constant__ ScanParams p, const __grid_constant__ CU
         wgmma_wait<0>();
         __syncwarp();
         if (lane == 0) mbar_arrive(&empty_bar[(c - 1) % STAGES]);
-        if (STG) { /* before the epilogue: the loads it issues land while the epilogue runs */
+        if (STG && !HLP) { /* before the epilogue: its loads land while the epilogue runs */
             wst_finish(p, pend);
             pend = wst_reserve(p, wst_w + (size_t)((i + 1) & 1) * WST_WARPS * WST_CAP, n_p1,
                                (t_p1 / p.nqt) * BR, (t_p1 % p.nqt) * BQ, (uint32_t)lane);
@@ -1177,6 +1239,8 @@ scan_tma_kernel(const __grid_constant__ ScanParams p, const __grid_constant__ CU
         /* the norm table of this tile is complete (both consumer warpgroups wrote it); the
            table of tile i - 1 is no longer read (both passed its epilogue) */
         if (p.metric == 2) named_bar_sync(1, 256);
+        /* HLP: the helper has read this buffer's entries of tile i - 2 */
+        if (HLP && i >= 2) named_bar_sync(HB_EMPTY + 2 * hw + (int)(i & 1), hlp_threads(hw + 1));
 
         uint64_t *const wbuf = wst_w + (size_t)(i & 1) * WST_WARPS * WST_CAP;
         if (p.metric == 2)
@@ -1185,7 +1249,15 @@ scan_tma_kernel(const __grid_constant__ ScanParams p, const __grid_constant__ CU
         else
             tma_epilogue<WN, false, STG>(p, acc, thr_h, rnorm[i & 1], row0, q0, qo, ro, wq, g,
                                          tq, wbuf, wcnt);
-        if (STG) {
+        if (HLP) { /* tile i's entries to the helper */
+            if (lane == 0) {
+                /* racecheck-handoff: the next two lines, read by the helper */
+                hlp_n[i & 1][ct / 32] = wcnt;
+                hlp_t[i & 1][ct / 32] = t;
+            }
+            named_bar_arrive(HB_FULL + 2 * hw + (int)(i & 1), hlp_threads(hw + 1));
+            wcnt = 0;
+        } else if (STG) {
             n_p1 = wcnt;
             t_p1 = t;
             wcnt = 0;
@@ -1194,7 +1266,14 @@ scan_tma_kernel(const __grid_constant__ ScanParams p, const __grid_constant__ CU
         thr_o[0] = thr_nx[0];
         thr_o[1] = thr_nx[1];
     }
-    if (STG) { /* the last two tiles' entries (i tiles ran) */
+    if (HLP) { /* the end to the helper (i tiles ran), then its last arrival */
+        __syncwarp();
+        if (i >= 2) named_bar_sync(HB_EMPTY + 2 * hw + (int)(i & 1), hlp_threads(hw + 1));
+        /* racecheck-handoff: read by the helper */
+        if (lane == 0) hlp_n[i & 1][ct / 32] = ~0u;
+        named_bar_arrive(HB_FULL + 2 * hw + (int)(i & 1), hlp_threads(hw + 1));
+        if (i >= 1) named_bar_sync(HB_EMPTY + 2 * hw + (int)((i - 1) & 1), hlp_threads(hw + 1));
+    } else if (STG) { /* the last two tiles' entries (i tiles ran) */
         __syncwarp();
         wst_finish(p, pend);
         wst_finish(p, wst_reserve(p, wst_w + (size_t)((i + 1) & 1) * WST_WARPS * WST_CAP, n_p1,

@@ -340,7 +340,7 @@ Test(knn_cuda, block_and_segmented_select_against_full_sort, .timeout = 1200) {
 static const char *const VARIANTS[] = {"mma",        "wg64x128",           "wg128x128s3",
                                        "wg64x128-direct", "wg128x128s3-direct", "tma64x256",
                                        "tma128x256", "tma64x128", "tma64x128s", "tma128x256s",
-                                       "tma64x256s"};
+                                       "tma64x256s", "tma128x256h"};
 
 Test(knn_cuda, every_scan_variant_against_reference, .timeout = 1800) {
     SKIP_WITHOUT_GPU();
