@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""torch_knn.py: the PyTorch baseline for exact k-NN (cuBLAS matmul, then torch.topk), and the
-GPU's measured ceilings (device copy bandwidth, GEMM rates), as JSON lines.
+"""torch_knn.py: the PyTorch baseline for exact k-NN (cuBLAS matmul, then torch.topk; each
+line also has the matmul alone, matmul_ms), and the GPU's measured ceilings (device copy
+bandwidth, GEMM rates), as JSON lines.
 
 Run on the GPU machine beside sieve-bench so both are measured in the same run:
     python3 bench/torch_knn.py --n 1m,5m --batch 1,64 --k 128 --json torch.json
@@ -146,6 +147,13 @@ def main():
                     Q = torch.from_numpy(np.array(qfile[:b], dtype=np.float32)).to(dev).to(dt)
                 else:
                     Q = torch.randn(b, a.dim, device=dev, dtype=dt)
+                # the scoring GEMM alone (no selection), timed the same way: what the fused
+                # kernel's time compares with where the batch is compute bound
+                try:
+                    mm = bench(lambda: Q @ X.T, a.repeat)
+                except torch.cuda.OutOfMemoryError:
+                    torch.cuda.empty_cache()
+                    mm = None
                 for k in parse_list(a.k):
                     if k > n:
                         continue
@@ -155,7 +163,8 @@ def main():
                         torch.cuda.empty_cache()
                         emit({"mode": "torch", "n": n, "dim": a.dim, "dtype": tname, "data": data_label, "batch": b, "k": k, "error": "out of memory"})
                         continue
-                    emit({"mode": "torch", "device": name, "n": n, "dim": a.dim, "dtype": tname, "data": data_label, "batch": b, "k": k, "torch_ms": ms})
+                    emit({"mode": "torch", "device": name, "n": n, "dim": a.dim, "dtype": tname, "data": data_label, "batch": b, "k": k, "torch_ms": ms,
+                          "matmul_ms": mm})
                 del Q
             del X
             torch.cuda.empty_cache()

@@ -74,6 +74,23 @@ def main():
     check(not any("float32" in x and "target" in x for x in lines), "no named target for float32 lines",
           [x for x in lines if "target" in x], [])
 
+    # with torch's lines: the scoring GEMM alone (matmul_ms) beside the named shape it was
+    # measured for, and torch's matmul + topk in the table
+    tj = os.path.join(tmp, "torch.json")
+    with open(tj, "w") as f:
+        f.write(json.dumps({"mode": "torch", "n": 5_000_000, "dim": 768, "dtype": "float16",
+                            "batch": 1024, "k": 128, "torch_ms": 52.5, "matmul_ms": 13.35}) + "\n")
+        f.write(json.dumps({"mode": "torch", "n": 5_000_000, "dim": 768, "dtype": "float16",
+                            "batch": 64, "k": 128, "torch_ms": 4.4}) + "\n")
+    p = subprocess.run([sys.executable, REPORT, "--sieve", src, "--torch", tj, "--md", md],
+                       capture_output=True, text=True, timeout=120)
+    check(p.returncode == 0, "report_knn.py --torch exits 0", (p.returncode, p.stderr[-500:]), 0)
+    lines = open(md).read().splitlines() if os.path.exists(md) else []
+    has("- 5,000,000 float16 pageable B = 1024 k = 128: 14.500 ms (target 14.0 ms; the GEMM alone "
+        "(torch, no selection) 13.350 ms): missed")
+    has("- 5,000,000 float16 pageable B = 64 k = 128: 2.000 ms (target 2.2 ms): met")
+    has("| 5,000,000 | float16 | pageable | 1024 | 128 | 14.500 | 0.010 | - | 52.500 | 11.100 | 77% | 3.62x | 1280 | yes | 1024/0/0/0/0 |")
+
     p = subprocess.run([sys.executable, REPORT, "--help"], capture_output=True, text=True, timeout=60)
     check(p.returncode == 0 and "targets" in p.stdout and "1.2x" in p.stdout,
           "--help describes the summary against the targets", p.stdout[:300], "targets, 1.2x")
