@@ -9,9 +9,7 @@
 #             --n 300000 --dim 128, about a minute; --n 1000000 took 2 minutes): REST answers
 #             against numpy full sorts on adversarial data
 #   sanitize  compute-sanitizer memcheck and racecheck on small shapes (B = 1, 40 and 70: the
-#             64-query TMA tile, the staged 64-query and 128-query tiles); racecheck's one
-#             stated exception, the 128-query tile's hand-off to its helper warps, is checked
-#             by bench/gpu/racecheck_handoff.py
+#             64-query TMA tile, the staged 64-query and 128-query tiles)
 #   bench     sieve-bench knn ($BENCH_ARGS; cut after $BENCH_TIMEOUT s, default 400, so a hung
 #             kernel does not take the whole device call)
 #   variants  sieve-bench knn for each scan variant in $VARIANTS ($VARIANT_ARGS), timing only
@@ -66,27 +64,13 @@ for stage in "$@"; do
       rc=$?; tail -12 "$OUT/test_rest_exact_gpu.log"
       [ $rc -eq 0 ] || status=1 ;;
     sanitize)
-      # racecheck: the one stated exception is the 128-query tile's hand-off to its helper
-      # warps (bar.arrive / bar.sync, which racecheck does not follow; HLP in
-      # kernels/cuda/scan.cuh): racecheck_handoff.py passes a report only on the lines the
-      # source marks, and the same tile without the helpers (tma128x256s) must be clean
       for tool in memcheck racecheck; do
-        compute-sanitizer --tool $tool --error-exitcode 3 --print-limit 100000 "$B/bench/sieve-bench" \
-          knn --n 70000 --dim 96 --batch 1,13,40,70 --k 1,100 --repeat 1 --warmup 0 --mat-repeat 1 \
-          --dtype float16,float32 --metric Euclid --rows-per-page 256 > "$OUT/sanitize_$tool.log" 2>&1
+        compute-sanitizer --tool $tool --error-exitcode 3 "$B/bench/sieve-bench" knn --n 70000 --dim 96 \
+          --batch 1,13,40,70 --k 1,100 --repeat 1 --warmup 0 --mat-repeat 1 --dtype float16,float32 \
+          --metric Euclid --rows-per-page 256 > "$OUT/sanitize_$tool.log" 2>&1
         rc=$?; echo "compute-sanitizer $tool: exit $rc"; tail -2 "$OUT/sanitize_$tool.log"
-        if [ $tool = racecheck ] && [ $rc -eq 3 ]; then
-          bench/gpu/racecheck_handoff.py "$OUT/sanitize_$tool.log" kernels/cuda/scan.cuh && rc=0
-        fi
         [ $rc -eq 0 ] || status=1
-      done
-      SIEVE_CUDA_SCAN=tma128x256s compute-sanitizer --tool racecheck --error-exitcode 3 \
-        "$B/bench/sieve-bench" knn --n 70000 --dim 96 --batch 70 --k 1,100 --repeat 1 --warmup 0 \
-        --no-materialized --dtype float16 --metric Euclid --rows-per-page 256 \
-        > "$OUT/sanitize_racecheck_s.log" 2>&1
-      rc=$?; echo "compute-sanitizer racecheck, tma128x256s: exit $rc"
-      tail -2 "$OUT/sanitize_racecheck_s.log"
-      [ $rc -eq 0 ] || status=1 ;;
+      done ;;
     bench)
       timeout "${BENCH_TIMEOUT:-400}" "$B/bench/sieve-bench" knn $BENCH_ARGS --json "$OUT/knn.json" \
         > "$OUT/bench.log" 2>&1 || status=1

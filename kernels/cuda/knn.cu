@@ -877,10 +877,10 @@ int launch_tma(const sieve__cuda_ctx *c, cudaStream_t s, const ScanParams &p, ui
  * v14 also at small k, two rounds against tma128x256: B = 1024 k = 128 15.6-15.7 against
  * 17.7-17.9 ms, k = 10 14.9-15.1 against 16.4-16.7, B = 128 k = 128 2.23-2.26 against 2.50;
  * v12's staged form had been slower there); since v24 tma128x256h above 64 queries (whole
- * calls, three rounds each way against tma128x256s, 5M: B = 1024 k = 128 14.52-14.58
- * against 15.17-15.24 ms, k = 8192 21.26-21.49 against 22.21-22.62, B = 512 k = 8192
- * 10.51-10.70 against 11.07-11.41, B = 128 k = 8192 3.13-3.25 against 3.33-3.38; B = 128
- * k <= 128 equal). k between 129 and 1023 was not measured.
+ * calls, three rounds each way against tma128x256s in one call, 5M: B = 1024 k = 10
+ * 14.44-14.49 against 14.68-15.04 ms, k = 128 14.79-14.92 against 15.19-15.27, k = 8192
+ * 21.07-21.52 against 21.76-22.18, B = 128 k = 8192 3.19-3.28 against 3.29-3.42; B = 128
+ * k <= 128 within noise). k between 129 and 1023 was not measured.
  * SIEVE_CUDA_SCAN overrides the choice for benchmarks and tests; every
  * mode of one search uses the same variant, and every variant computes each key the same
  * way (the GPU tests check the keys are bit-identical across variants). */

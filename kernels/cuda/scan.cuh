@@ -839,7 +839,6 @@ __device__ inline WstPending wst_reserve(const ScanParams &p, const uint64_t *bu
                                          uint32_t row0, uint32_t q0, uint32_t lane) {
     WstPending r = {~0u, 0u, 0u, 0.f, 0.f, 0.f};
     if (lane < n) {
-        /* racecheck-handoff: in the HLP tile a helper reads a consumer warp's entry */
         const uint64_t e = buf[lane];
         const uint32_t li = row0 + (uint32_t)(e & 0xffffu);
         if (row_admissible(p, li)) {
@@ -896,7 +895,6 @@ __device__ __noinline__ uint32_t wst_group(const ScanParams &p, WstGroup k, bool
         const uint32_t bal = __ballot_sync(~0u, pass);
         if (bal) {
             if (pass)
-                /* racecheck-handoff: in the HLP tile a helper reads it (see HLP) */
                 wbuf[wcnt + __popc(bal & ((1u << lane) - 1u))] =
                     ((uint64_t)__float_as_uint(key) << 32) | ((uint32_t)ql << 16 | (uint32_t)rl);
             wcnt += __popc(bal);
@@ -915,24 +913,27 @@ __device__ __noinline__ uint32_t wst_group(const ScanParams &p, WstGroup k, bool
  * warpgroup's warps 1-3 (the helpers), which have nothing else to do, instead of by the
  * consumer warps a tile and two tiles later: the consumer warps' time is the tensor cores'
  * time (their epilogue delays their next wgmma). Helper h (1..3) serves the consumer warps
- * w with w % 3 == h - 1 (three warps, two for helper 3), tile by tile. The hand-off goes
- * through named barriers, which compute-sanitizer's racecheck follows (it does not follow
- * mbarrier ordering of shared memory): per helper and buffer parity a "full" barrier (the
- * consumer warps bar.arrive after writing their entries, count and tile; the helper
- * bar.sync before reading them) and an "empty" one (the helper bar.arrive once it has read
- * them; a consumer warp bar.sync before it writes that buffer again, two tiles later). Every
- * consumer warp of a CTA runs the same tiles, so the arrivals line up; after the last tile
- * each consumer warp publishes a count of ~0 (the end) and also waits on the last tile's
- * empty barrier, so no arrival is left pending when the CTA exits. Deadlock-free: a consumer
- * warp waits (before its epilogue of tile i, after the Euclid tile barrier) only for the
- * helper to have read tile i - 2 of its warps, which every consumer warp published before
- * that barrier of tile i - 1. Ids: 0 is __syncthreads, 1 the Euclid norm table. */
-constexpr int HB_FULL = 2;  /* + 2 (h - 1) + parity: ids 2..7 */
-constexpr int HB_EMPTY = 8; /* + 2 (h - 1) + parity: ids 8..13 */
+ * w with w % 3 == h - 1 (three warps, two for helper 3), tile by tile, through one named
+ * barrier per helper (id HB_FULL + h - 1) that the helper and its consumer warps all
+ * bar.sync once a tile: a consumer warp after writing tile i's entries (buffer i & 1), its
+ * count and tile; the helper before reading them. The helper reads tile i between the
+ * barrier of tile i and that of tile i + 1, and a consumer warp writes that buffer again only
+ * after the barrier of tile i + 1, so the buffers need no second barrier; and with bar.sync
+ * on both sides compute-sanitizer's racecheck follows the hand-off (it follows neither
+ * bar.arrive nor mbarrier ordering of shared memory: a first form with bar.arrive, and an
+ * earlier one with mbarriers, were reported). After the last tile each consumer warp
+ * publishes a count of ~0 (the end). Every consumer warp of a CTA runs the same tiles, so
+ * the barriers line up. Deadlock-free: before the barrier of tile i a consumer warp waits
+ * only for the Euclid barrier of tile i (all consumer warps, none of which waits on a helper
+ * there) and the ring (the producer thread); the helper, only for memory. The cost: a
+ * consumer warp waits at tile i's barrier for its helper to have completed tile i - 1 (a few
+ * microseconds against a tile's ten or more) and for the helper's two other warps; measured
+ * on the H200 against the bar.arrive form (5M, B = 1024 k = 128: 14.79-14.92 against
+ * 14.64-14.79 ms, tma128x256s 15.19-15.27), about 1% for a hand-off racecheck can check.
+ * Ids: 0 is __syncthreads, 1 the Euclid norm table. */
+constexpr int HB_FULL = 2; /* + h - 1: ids 2..4 */
+constexpr int HB_PAD = 5;  /* + h - 1: ids 5..7, see the helper loop */
 __device__ __forceinline__ int hlp_threads(int h) { return h == 3 ? 96 : 128; }
-__device__ inline void named_bar_arrive(int id, int n) {
-    asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(n) : "memory");
-}
 
 /* The TMA scan's gate (GATE epilogue) for one tile: per query row of the thread, the
  * largest of its keys first (one compare against the boundary; in most tiles nothing
@@ -1088,7 +1089,12 @@ scan_tma_kernel(const __grid_constant__ ScanParams p, const __grid_constant__ CU
             pdl_wait(); /* the propose step's counts, bins and boundaries */
             for (uint32_t i = 0;; i++) {
                 const int par = (int)(i & 1);
-                named_bar_sync(HB_FULL + 2 * (h - 1) + par, nthr);
+                /* for racecheck only: with Euclid the consumer warps pass the norm table's
+                   barrier each tile as well, and without a barrier of the helper's own here
+                   racecheck reported this hand-off (not with Dot, and not with this): it
+                   seems to pair a thread's barriers by their count */
+                if (p.metric == 2) named_bar_sync(HB_PAD + h - 1, 32);
+                named_bar_sync(HB_FULL + h - 1, nthr); /* tile i published */
                 WstPending r[3];
                 bool end = false;
 #pragma unroll
@@ -1096,7 +1102,6 @@ scan_tma_kernel(const __grid_constant__ ScanParams p, const __grid_constant__ CU
                     r[m].pos = ~0u;
                     if (m >= nw) continue;
                     const int w = h - 1 + 3 * m;
-                    /* racecheck-handoff: written by consumer warp w */
                     const uint32_t n = hlp_n[par][w], tt = hlp_t[par][w];
                     if (n == ~0u) {
                         end = true;
@@ -1106,8 +1111,6 @@ scan_tma_kernel(const __grid_constant__ ScanParams p, const __grid_constant__ CU
                                        (tt / p.nqt) * BR, (tt % p.nqt) * BQ, ln);
                 }
                 if (end) return; /* every consumer warp publishes the end after the same tile */
-                /* the entries are in registers: the buffers may be written again */
-                named_bar_arrive(HB_EMPTY + 2 * (h - 1) + par, nthr);
 #pragma unroll
                 for (int m = 0; m < 3; m++) wst_finish_inl(p, r[m]);
             }
@@ -1239,8 +1242,6 @@ scan_tma_kernel(const __grid_constant__ ScanParams p, const __grid_constant__ CU
         /* the norm table of this tile is complete (both consumer warpgroups wrote it); the
            table of tile i - 1 is no longer read (both passed its epilogue) */
         if (p.metric == 2) named_bar_sync(1, 256);
-        /* HLP: the helper has read this buffer's entries of tile i - 2 */
-        if (HLP && i >= 2) named_bar_sync(HB_EMPTY + 2 * hw + (int)(i & 1), hlp_threads(hw + 1));
 
         uint64_t *const wbuf = wst_w + (size_t)(i & 1) * WST_WARPS * WST_CAP;
         if (p.metric == 2)
@@ -1251,11 +1252,10 @@ scan_tma_kernel(const __grid_constant__ ScanParams p, const __grid_constant__ CU
                                          tq, wbuf, wcnt);
         if (HLP) { /* tile i's entries to the helper */
             if (lane == 0) {
-                /* racecheck-handoff: the next two lines, read by the helper */
                 hlp_n[i & 1][ct / 32] = wcnt;
                 hlp_t[i & 1][ct / 32] = t;
             }
-            named_bar_arrive(HB_FULL + 2 * hw + (int)(i & 1), hlp_threads(hw + 1));
+            named_bar_sync(HB_FULL + hw, hlp_threads(hw + 1));
             wcnt = 0;
         } else if (STG) {
             n_p1 = wcnt;
@@ -1266,13 +1266,9 @@ scan_tma_kernel(const __grid_constant__ ScanParams p, const __grid_constant__ CU
         thr_o[0] = thr_nx[0];
         thr_o[1] = thr_nx[1];
     }
-    if (HLP) { /* the end to the helper (i tiles ran), then its last arrival */
-        __syncwarp();
-        if (i >= 2) named_bar_sync(HB_EMPTY + 2 * hw + (int)(i & 1), hlp_threads(hw + 1));
-        /* racecheck-handoff: read by the helper */
+    if (HLP) { /* the end to the helper (i tiles ran) */
         if (lane == 0) hlp_n[i & 1][ct / 32] = ~0u;
-        named_bar_arrive(HB_FULL + 2 * hw + (int)(i & 1), hlp_threads(hw + 1));
-        if (i >= 1) named_bar_sync(HB_EMPTY + 2 * hw + (int)((i - 1) & 1), hlp_threads(hw + 1));
+        named_bar_sync(HB_FULL + hw, hlp_threads(hw + 1));
     } else if (STG) { /* the last two tiles' entries (i tiles ran) */
         __syncwarp();
         wst_finish(p, pend);
