@@ -1,0 +1,60 @@
+/* sieve_pool.h: a small pool of worker threads kept alive between parallel loops.
+ *
+ * Owns: its threads, the hand-off of one parallel loop at a time to them, and a parallel
+ * memcpy built on it. Must not: know what the work is (the caller's function does), or be
+ * used by two threads at the same time (the owner serialises loops).
+ *
+ * Why: starting threads for each large host copy costs tens of microseconds per thread,
+ * as much as the copy they share; threads kept alive cost a wake-up, and since the caller
+ * starts on the work at once and sleeping threads join as they wake, a loop costs at most
+ * the wake call and the rest of the last item a pool thread claimed more than the calling
+ * thread alone.
+ */
+#ifndef SIEVE_POOL_H
+#define SIEVE_POOL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct sieve_pool sieve_pool;
+
+/* One item of a parallel loop. */
+typedef void (*sieve_pool_item_fn)(void *ctx, size_t item);
+
+/* Starts a pool of `workers` workers: the thread that calls sieve_pool_for and
+ * workers - 1 threads started here. After a loop an idle thread polls for the next one for
+ * spin_us microseconds, then sleeps on a condition variable (0: at once). When a thread
+ * fails to start, the pool keeps the threads it has (sieve_pool_workers).
+ * *out is owned by the caller: free it with sieve_pool_destroy.
+ * Errors: SIEVE_EINVAL (out NULL, workers 0 or above 256, spin_us above 1,000,000),
+ * SIEVE_ENOMEM. */
+int sieve_pool_create(uint32_t workers, uint32_t spin_us, sieve_pool **out);
+
+/* The number of threads a loop may use (at least 1). */
+uint32_t sieve_pool_workers(const sieve_pool *p);
+
+/* Calls fn(ctx, i) once for every i in 0..n_items-1 and returns when all calls have
+ * returned (their writes visible to the caller). Items are claimed in ascending order, one
+ * at a time, by the calling thread and by every pool thread that wakes while items are
+ * left, so a loop never waits for a thread to wake: a thread that wakes after the last
+ * item was claimed does not join. p NULL: every item on the calling thread.
+ * One loop at a time per pool: fn must not start a loop on the same pool. */
+void sieve_pool_for(sieve_pool *p, size_t n_items, sieve_pool_item_fn fn, void *ctx);
+
+/* memcpy(dst, src, n) as a loop over pieces of SIEVE_POOL_PIECE bytes (one memcpy on the
+ * calling thread when p is NULL or n is at most two pieces). dst and src must not
+ * overlap. */
+#define SIEVE_POOL_PIECE ((size_t)256 << 10)
+void sieve_pool_memcpy(sieve_pool *p, void *dst, const void *src, size_t n);
+
+/* Stops and joins the workers and frees the pool; NULL is allowed. */
+void sieve_pool_destroy(sieve_pool *p);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
