@@ -7,7 +7,9 @@
  * know about LMDB, HTTP or JSON.
  *
  * Thread-safety: a sieve_device is used by one thread at a time (it owns a stream and
- * staging buffers); open one per worker. Everything else here is pure.
+ * staging buffers); open one per worker. Everything else here is pure. A CUDA device
+ * starts up to 8 host threads of its own at its first copy between pageable arrays and its
+ * staging buffer (never when the caller's arrays are page-locked) and stops them at close.
  *
  * CPU device: searches run on the device's worker threads and call OpenBLAS single-threaded
  * (openblas_set_num_threads(1), a process-wide OpenBLAS setting), so results never depend
@@ -323,7 +325,7 @@ int sieve_knn_scratch_size(sieve_device *dev, const sieve_matrix *m, uint32_t n_
  *   NaN, and out_counts (optional, n_queries) says how many are real. On a GPU, arrays that
  *   lie in page-locked memory (sieve_host_alloc_pinned, or registered with CUDA) are written
  *   by the copy engine directly; pageable arrays go through a staging buffer and a host
- *   copy.
+ *   copy (shared with the device's host threads when large).
  * out_paths: optional, n_queries bytes of sieve_search_path.
  * stats: optional; overwritten.
  * Reported scores: the key for Dot and Cosine; the Euclidean distance for Euclid.

@@ -7,6 +7,7 @@
 #include <stdio.h>
 
 #include "sieve_kernels_internal.h"
+#include "sieve_pool.h"
 
 struct sieve__cuda_ctx {
     int ordinal;
@@ -18,6 +19,11 @@ struct sieve__cuda_ctx {
     size_t work_bytes;
     void *pinned;
     size_t pinned_bytes;
+    /* host threads for copies between pageable arrays and `pinned` (knn.cu, host_copier):
+     * started at the first such copy, stopped at close; copier_state 0 not yet started,
+     * 1 running, -1 off (SIEVE_CUDA_HOSTCOPY=0, or the pool could not be created) */
+    sieve_pool *copier;
+    int copier_state;
     /* the driver's cuTensorMapEncodeTiled (found through the runtime at open; NULL where the
      * driver lacks it: the scan then uses no tensor-memory-access loads) */
     void *encode_tiled;

@@ -49,6 +49,7 @@ extern "C" void sieve__cuda_close(void *ctx) {
     if (!c) return;
     cudaSetDevice(c->ordinal);
     sieve__cuda_release_workspace(c);
+    sieve_pool_destroy(c->copier);
     cudaStreamDestroy(c->stream);
     free(c);
 }

@@ -1383,16 +1383,49 @@ bool host_pinned(const void *p, size_t len) {
     return true;
 }
 
+/* Host threads for the copies between the caller's pageable arrays and the pinned staging
+ * buffer: kept by the context (started at the first copy that needs them, so a caller whose
+ * arrays are page-locked, like the server's batcher, never starts them), up to HC_THREADS,
+ * at most half the host's hardware threads. On the H200 machine's host (16 threads;
+ * bench/results/h200-v27-runs/probe.txt) one thread copies 3 MiB in 0.28 ms and 100 MiB in
+ * 17-18 ms; 4 kept threads 3 MiB in 0.04 ms, 8 kept threads 100 MiB in 1.3 ms; threads
+ * started for the copy cost about 40 us each (3 MiB over 8 started threads: 0.22 ms).
+ * The copies are loops over pieces that the calling thread starts on at once and the
+ * pool's threads join as they wake (sieve_pool_for); copies of up to two pieces (512 KiB)
+ * stay on the calling thread. A first version that split even 0.2-0.4 MB copies over every
+ * thread and waited for each to take its share was 0.11-0.15 ms slower at 5M rows
+ * B = 64 k = 128 (call 3 of bench/results/h200-v27-runs); this one gains 6-14% on large
+ * pageable results and is unchanged elsewhere (call 4; bench/RESULTS.md, "Host copy
+ * threads"). Returns NULL (copies on the calling thread; the pipelined download then
+ * starts its threads per call, the behaviour before the pool) when SIEVE_CUDA_HOSTCOPY=0
+ * (A/B runs) or the pool cannot be created. */
+constexpr unsigned HC_THREADS = 8;
+constexpr uint32_t HC_SPIN_US = 50; /* an idle worker polls this long before it sleeps */
+
+sieve_pool *host_copier(sieve__cuda_ctx *c) {
+    if (c->copier_state == 0) {
+        const char *e = getenv("SIEVE_CUDA_HOSTCOPY");
+        c->copier_state = -1;
+        if (!(e && !strcmp(e, "0"))) {
+            unsigned hw = std::thread::hardware_concurrency();
+            unsigned nt = hw / 2 < HC_THREADS ? hw / 2 : HC_THREADS;
+            if (nt < 1) nt = 1;
+            if (sieve_pool_create(nt, HC_SPIN_US, &c->copier) == 0) c->copier_state = 1;
+        }
+    }
+    return c->copier_state == 1 ? c->copier : nullptr;
+}
+
 /* Host -> device copy of the queries: straight from the caller's array when it is
  * page-locked (the copy engine reads it; the search syncs before it returns), otherwise
- * through the pinned staging buffer. */
+ * through the pinned staging buffer (copied there by the context's host threads). */
 int upload_queries(Search &S, const float *queries) {
     size_t qb = (size_t)S.pl.nq * S.pl.dim * 4;
     const void *src = queries;
     if (!host_pinned(queries, qb)) {
         int rc = ensure_pinned(S.c, qb);
         if (rc) return rc;
-        memcpy(S.c->pinned, queries, qb);
+        sieve_pool_memcpy(host_copier(S.c), S.c->pinned, queries, qb);
         src = S.c->pinned;
     }
     SIEVE_CUDA_TRY(cudaMemcpyAsync(S.at<float>(S.L.qf32), src, qb, cudaMemcpyHostToDevice, S.s));
@@ -1402,8 +1435,9 @@ int upload_queries(Search &S, const float *queries) {
 /* Device -> host copy of the result arrays: straight into them when the caller's arrays are
  * page-locked, otherwise through the pinned staging buffer.
  * Large results go in chunks: each chunk's copy to pinned memory is queued with an event,
- * and up to DL_THREADS host threads move landed chunks to the caller's arrays while later
- * chunks are still crossing the bus (the host copy, not the bus, is the slower half). */
+ * and the context's host threads (host_copier; up to DL_THREADS threads started per call
+ * without them) move landed chunks to the caller's arrays while later chunks are still
+ * crossing the bus (the host copy, not the bus, is the slower half). */
 constexpr size_t DL_CHUNK = 1u << 20;
 constexpr size_t DL_PIPELINE_MIN = 2u << 20;
 constexpr unsigned DL_THREADS = 8;
@@ -1450,8 +1484,9 @@ void download_unstage(const Search &S, int64_t *out_rows, float *out_scores,
                       uint32_t *out_counts) {
     const size_t nr = (size_t)S.pl.nq * S.pl.k;
     const unsigned char *h = (const unsigned char *)S.c->pinned;
-    memcpy(out_rows, h, nr * 8);
-    memcpy(out_scores, h + nr * 8, nr * 4);
+    sieve_pool *hc = host_copier(S.c);
+    sieve_pool_memcpy(hc, out_rows, h, nr * 8);
+    sieve_pool_memcpy(hc, out_scores, h + nr * 8, nr * 4);
     if (out_counts) memcpy(out_counts, h + nr * 12, S.pl.nq * 4);
 }
 
@@ -1496,25 +1531,39 @@ int download_results(Search &S, int64_t *out_rows, float *out_scores, uint32_t *
         if (err == cudaSuccess) err = cudaEventRecord(c.ev, S.s);
     }
     if (err == cudaSuccess) {
-        unsigned hw = std::thread::hardware_concurrency();
-        unsigned nt = hw / 2 < DL_THREADS ? hw / 2 : DL_THREADS;
-        if (nt < 1) nt = 1;
-        if (nt > ch.size()) nt = (unsigned)ch.size();
-        std::atomic<int> failed{0};
-        auto worker = [&](unsigned t) {
-            for (size_t i = t; i < ch.size(); i += nt) {
-                if (cudaEventSynchronize(ch[i].ev) != cudaSuccess) {
-                    failed.store(1);
-                    return;
-                }
-                memcpy(ch[i].dst, ch[i].pin, ch[i].len);
+        struct Job {
+            const std::vector<Chunk> *ch;
+            std::atomic<int> failed;
+        } job{&ch, {0}};
+        /* one chunk: wait until it has landed, move it to the caller's array */
+        auto move_chunk = [](void *ctx, size_t i) {
+            Job &j = *(Job *)ctx;
+            const Chunk &c = (*j.ch)[i];
+            if (j.failed.load(std::memory_order_relaxed)) return;
+            if (cudaEventSynchronize(c.ev) != cudaSuccess) {
+                j.failed.store(1);
+                return;
             }
+            memcpy(c.dst, c.pin, c.len);
         };
-        std::vector<std::thread> pool;
-        for (unsigned t = 1; t < nt; t++) pool.emplace_back(worker, t);
-        worker(0);
-        for (auto &th : pool) th.join();
-        if (failed.load()) err = cudaErrorUnknown;
+        if (sieve_pool *hc = host_copier(S.c)) {
+            /* chunks claimed in order by this thread and the copy threads as they wake */
+            sieve_pool_for(hc, ch.size(), move_chunk, &job);
+        } else { /* SIEVE_CUDA_HOSTCOPY=0: threads started for this call, thread t moving
+                    chunks t, t + nt, ... */
+            unsigned hw = std::thread::hardware_concurrency();
+            unsigned nt = hw / 2 < DL_THREADS ? hw / 2 : DL_THREADS;
+            if (nt < 1) nt = 1;
+            if (nt > ch.size()) nt = (unsigned)ch.size();
+            auto worker = [&](unsigned t) {
+                for (size_t i = t; i < ch.size(); i += nt) move_chunk(&job, i);
+            };
+            std::vector<std::thread> pool;
+            for (unsigned t = 1; t < nt; t++) pool.emplace_back(worker, t);
+            worker(0);
+            for (auto &th : pool) th.join();
+        }
+        if (job.failed.load()) err = cudaErrorUnknown;
     }
     if (err == cudaSuccess) err = cudaStreamSynchronize(S.s); /* the counts */
     for (Chunk &c : ch)

@@ -835,11 +835,13 @@ Test(knn_cuda, float32_keys_do_not_depend_on_the_loop, .timeout = 600) {
  * hold exactly what pageable arrays get through the staging buffer: small results (one
  * staged copy), large ones (the chunked pipeline), and padding when fewer than k rows are
  * eligible. A page-locked array with a pageable partner takes the staged path. Page-locked
- * queries (read by the copy engine directly) give the same answers as pageable ones. */
+ * queries (read by the copy engine directly) give the same answers as pageable ones, and
+ * the pageable paths give the same with and without the context's kept copy threads. */
 Test(knn_cuda, pinned_results_match_pageable, .timeout = 600) {
     SKIP_WITHOUT_GPU();
-    sieve_device *gpu = NULL, *cpu = NULL;
+    sieve_device *gpu = NULL, *gpu_plain = NULL, *cpu = NULL;
     cr_assert_eq(sieve_device_open("cuda:0", &gpu), 0);
+    cr_assert_eq(sieve_device_open("cuda:0", &gpu_plain), 0);
     cr_assert_eq(sieve_device_open("cpu", &cpu), 0);
     const uint64_t n = 100003;
     const uint32_t dim = 256;
@@ -870,6 +872,26 @@ Test(knn_cuda, pinned_results_match_pageable, .timeout = 600) {
         cr_assert_eq(sieve_host_alloc_pinned(gpu, B * 4, (void **)&pcnt), 0);
         int rc = sieve_knn(gpu, m, q, B, &p, NULL, 0, rows, sc, cnt, NULL, NULL);
         cr_assert_eq(rc, 0, "pageable B=%u k=%u: %s", B, k, sieve_strerror(rc));
+        {
+            /* the same pageable call on a device whose host copies run on the calling
+               thread, with the chunked download's threads started per call
+               (SIEVE_CUDA_HOSTCOPY=0, read at a device's first staged copy): the same
+               answer as the context's kept copy threads give */
+            int64_t *r0 = malloc(nr * 8);
+            float *s0 = malloc(nr * 4);
+            uint32_t *c0 = malloc(B * 4);
+            cr_assert(r0 && s0 && c0);
+            cr_assert_eq(setenv("SIEVE_CUDA_HOSTCOPY", "0", 1), 0);
+            rc = sieve_knn(gpu_plain, m, q, B, &p, NULL, 0, r0, s0, c0, NULL, NULL);
+            cr_assert_eq(unsetenv("SIEVE_CUDA_HOSTCOPY"), 0);
+            cr_assert_eq(rc, 0, "copies on one thread B=%u k=%u: %s", B, k, sieve_strerror(rc));
+            cr_assert_eq(memcmp(c0, cnt, B * 4), 0, "copies on one thread B=%u k=%u: counts", B, k);
+            cr_assert_eq(memcmp(r0, rows, nr * 8), 0, "copies on one thread B=%u k=%u: rows", B, k);
+            cr_assert_eq(memcmp(s0, sc, nr * 4), 0, "copies on one thread B=%u k=%u: scores", B, k);
+            free(r0);
+            free(s0);
+            free(c0);
+        }
         /* into pinned arrays from pageable queries, then from page-locked queries (copied
            from directly): the same answer both times */
         float *pq = NULL;
@@ -913,6 +935,7 @@ Test(knn_cuda, pinned_results_match_pageable, .timeout = 600) {
         free(allow);
     }
     sieve_dev_matrix_destroy(dm);
+    sieve_device_close(gpu_plain);
     sieve_device_close(gpu);
     sieve_device_close(cpu);
 }
