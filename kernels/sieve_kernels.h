@@ -35,9 +35,10 @@
  * overrides the choice, for benchmarks and tests only (for float32 storage, f32tile runs the
  * tiles at batches of up to 32 queries, which otherwise take a row-per-thread loop (up to 4)
  * or a row-major cp.async loop (5-32); the keys are the same either way); SIEVE_CUDA_SELECT
- * (segmented, block)
- * likewise forces how the select step sorts the candidates: one segmented sort, or a block
- * of threads per query in shared memory wherever the candidates fit.
+ * (segmented, small) likewise forces how the select step sorts the candidates: one segmented
+ * sort, or the smallest block of threads per query at every k (by default a block per query
+ * in shared memory sized by k, queries keeping more than it holds handed to the segmented
+ * sort).
  */
 #ifndef SIEVE_KERNELS_H
 #define SIEVE_KERNELS_H

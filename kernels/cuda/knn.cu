@@ -245,9 +245,46 @@ __device__ void digit_from_top(const uint32_t *h, uint32_t remaining, uint32_t *
  * counts into the first block's sum for the pass (distributed shared memory), and after one
  * cluster barrier every block copies the sum back and finds the same digits. A rank at or past
  * n gives what a selection of that rank alone gives. C = 1 is one block on its own.
+ * One block with its keys staged and wanted ranks R < (groups of 32 keys) / 2, the usual
+ * case of the propose step above 256 queries (rank 16 of 16384 sample keys at k = 128 and 5M
+ * rows): the radix passes run over the keys at or above the R-th largest group maximum
+ * (found by the same passes over the groups' maxima, kept on the way in), a few hundred keys
+ * in place of all of them. At least R + 1 groups have a maximum at or above it, so at least
+ * R + 1 keys are, and the ranks up to R among those keys are the ranks among all keys; when
+ * more than SELECT_FEW keys are at or above it (ties), the passes run over all keys as before.
+ * The group maxima and those keys live in SelSmem::sum, which only clusters of several blocks
+ * use otherwise.
  * Every thread of every block of the cluster calls it; blockDim.x a multiple of 32, >= 64.
  * .hi is the maximum of all n keys in the cluster's first block only (the others get their
  * slice's). */
+constexpr uint32_t SELECT_GROUP = 32;                  /* keys a group maximum covers */
+constexpr uint32_t SELECT_GROUPS = SELECT_SMEM / 4 / SELECT_GROUP; /* most groups: 768 */
+constexpr uint32_t SELECT_FEW = 4 * 512 - SELECT_GROUPS; /* the fast path's keys: 1280 */
+
+/* The ordered value at descending rank `rank` (< n) of n values in shared memory, by 4 radix
+ * passes of 8 bits over them (one block; every thread calls it). */
+__device__ uint32_t block_rank_desc(const uint32_t *v, uint32_t n, uint32_t rank, SelSmem &sm) {
+    const uint32_t tid = threadIdx.x, bd = blockDim.x;
+    uint32_t pre = 0, mask = 0, rem = rank;
+    for (int p = 0; p < 4; p++) {
+        const int shift = 24 - 8 * p;
+        for (uint32_t i = tid; i < 256; i += bd) sm.hist[i] = 0;
+        __syncthreads();
+        for (uint32_t base = 0; base < n; base += bd) {
+            const uint32_t i = base + tid;
+            const uint32_t u = i < n ? v[i] : 0u;
+            hist_add_warp(sm.hist, (u >> shift) & 255u, i < n && (u & mask) == pre);
+        }
+        __syncthreads();
+        if (tid < 32) digit_from_top(sm.hist, rem, &sm.sel[0], &sm.sel[1]);
+        __syncthreads();
+        pre |= sm.sel[0] << shift;
+        rem = sm.sel[1];
+        mask |= 255u << shift;
+        __syncthreads(); /* sel and hist are read before the next pass writes them */
+    }
+    return pre;
+}
 __device__ Sel3 cluster_select3_desc(const float *keys, uint32_t n, uint32_t rj, uint32_t rj2,
                                      bool want_j, bool want_j2, SelSmem &sm, uint32_t *ords) {
     cg::cluster_group cl = cg::this_cluster();
@@ -258,19 +295,66 @@ __device__ Sel3 cluster_select3_desc(const float *keys, uint32_t n, uint32_t rj,
     const uint32_t len = (n - lo < per ? n - lo : per);
     const bool staged = select_stage_bytes(n, C) != 0;
     const float *src = keys + lo;
-    for (uint32_t i = tid; i < 4 * 512; i += bd) (&sm.sum[0][0])[i] = 0;
+    if (C > 1) /* the cluster's sums (one block on its own keeps its group maxima there) */
+        for (uint32_t i = tid; i < 4 * 512; i += bd) (&sm.sum[0][0])[i] = 0;
     if (tid < 4) sm.sel[tid] = 0;
     if (tid == 0) sm.mx = 0u; /* the smallest ordered value */
     uint32_t m = 0u;
-    for (uint32_t i = tid; i < len; i += bd) {
-        const uint32_t u = ord_of(src[i]);
-        if (staged) ords[i] = u;
-        m = max(m, u);
+    /* one staged block: the maximum of each group of SELECT_GROUP keys, after the gathered
+       keys in sm.sum (which such a block does not otherwise use) */
+    const bool groups_kept = C == 1 && staged;
+    uint32_t *gmax = &sm.sum[0][0] + SELECT_FEW;
+    const uint32_t groups = (len + SELECT_GROUP - 1) / SELECT_GROUP;
+    static_assert(SELECT_GROUP == 32, "a group is a warp's keys");
+    if (groups_kept) {
+        for (uint32_t base = 0; base < len; base += bd) { /* whole warps */
+            const uint32_t i = base + tid;
+            const uint32_t u = i < len ? ord_of(src[i]) : 0u;
+            if (i < len) ords[i] = u;
+            m = max(m, u);
+            const uint32_t g = __reduce_max_sync(0xffffffffu, u);
+            if ((tid & 31u) == 0 && i < len) gmax[i / SELECT_GROUP] = g;
+        }
+    } else {
+        for (uint32_t i = tid; i < len; i += bd) {
+            const uint32_t u = ord_of(src[i]);
+            if (staged) ords[i] = u;
+            m = max(m, u);
+        }
     }
     m = __reduce_max_sync(0xffffffffu, m);
     cl.sync(); /* every block's sums zeroed and slice staged */
     uint32_t *sum0 = cl.map_shared_rank(&sm.sum[0][0], 0);
     if ((tid & 31u) == 0) atomicMax(cl.map_shared_rank(&sm.mx, 0), m);
+    /* one staged block, small ranks: the passes over the keys at or above the R-th largest
+       group maximum only (see above), gathered into sm.sum */
+    const uint32_t R = want_j && want_j2 ? max(rj, rj2) : want_j ? rj : rj2;
+    const uint32_t *vals = ords;
+    uint32_t nv = len;
+    if (groups_kept && (want_j || want_j2) && R < groups / 2) {
+        const uint32_t T = block_rank_desc(gmax, groups, R, sm);
+        if (tid == 0) sm.sel[2] = 0; /* the gathered count */
+        __syncthreads();
+        uint32_t *few = &sm.sum[0][0];
+        for (uint32_t base = 0; base < len; base += bd) {
+            const uint32_t i = base + tid;
+            const bool keep = i < len && ords[i] >= T;
+            const uint32_t bal = __ballot_sync(0xffffffffu, keep);
+            uint32_t at = 0;
+            if ((tid & 31u) == 0 && bal) at = atomicAdd(&sm.sel[2], (uint32_t)__popc(bal));
+            at = __shfl_sync(0xffffffffu, at, 0) + __popc(bal & ((1u << (tid & 31u)) - 1u));
+            if (keep && at < SELECT_FEW) few[at] = ords[i];
+        }
+        __syncthreads();
+        const uint32_t got = sm.sel[2];
+        if (got > R && got <= SELECT_FEW) {
+            vals = few;
+            nv = got;
+        }
+        __syncthreads();
+        if (tid < 4) sm.sel[tid] = 0;
+        __syncthreads();
+    }
     uint32_t pj = 0, pj2 = 0, mask = 0, rem_j = rj, rem_j2 = rj2;
     for (int p = 0; p < 4 && (want_j || want_j2); p++) {
         const int shift = 24 - 8 * p;
@@ -279,10 +363,10 @@ __device__ Sel3 cluster_select3_desc(const float *keys, uint32_t n, uint32_t rj,
         const bool one = want_j && want_j2 && pj == pj2;
         for (uint32_t i = tid; i < 512; i += bd) sm.hist[i] = 0;
         __syncthreads();
-        for (uint32_t base = 0; base < len; base += bd) {
+        for (uint32_t base = 0; base < nv; base += bd) {
             const uint32_t i = base + tid;
-            const bool in = i < len;
-            const uint32_t u = in ? (staged ? ords[i] : ord_of(src[i])) : 0u;
+            const bool in = i < nv;
+            const uint32_t u = in ? (staged ? vals[i] : ord_of(src[i])) : 0u;
             const uint32_t d = (u >> shift) & 255u;
             if (want_j) hist_add_warp(sm.hist, d, in && (u & mask) == pj);
             if (want_j2 && !one) hist_add_warp(sm.hist + 256, d, in && (u & mask) == pj2);
@@ -476,13 +560,16 @@ __global__ void extract_kernel(const uint64_t *sorted, size_t ld, const uint32_t
  * candidate's upper word (~ord(key)) and rb the bits of the largest row (23 at 5M rows), so
  * the radix passes cover the kept keys' range and the row bits instead of 64 bits (cub's
  * default 4-bit digits; 5 bits measured slower). Rows are unique within a query, so the
- * order is a full sort's. A query keeping more than T * IMAX candidates is left to the
- * segmented select: over[q] = 1 and *n_over counts it. Shared memory:
- * select_block_smem<T, IMAX>(most).
+ * order is a full sort's. The staging holds spec.stage candidates (at most T * IMAX, what
+ * the block sorts): what a query keeps is known before it is compacted (the histogram counts
+ * exactly the buffered candidates of a used query, so the kept ones number the threshold
+ * bin's count from the top), and a query keeping more is left to the segmented select:
+ * over[q] = 1 and *n_over counts it. So the staging and the block are sized by what is kept
+ * (about k), not by what is admitted. Shared memory: select_block_smem<T, IMAX>(stage).
  * Speculative (use == nullptr, the speculative select of sieve__cuda_knn): each block
  * certifies its query as the host would (SelSpec), copies its count and secondary boundary
- * into the report, and hands back (over[q] = 1) a query holding more than the staging
- * (spec.stage) as well as one keeping more than it sorts; n_over is then nullptr. */
+ * into the report, and hands back (over[q] = 1) a query keeping more than the staging
+ * holds; n_over is then nullptr. */
 template <int T, int I>
 using SelSort = cub::BlockRadixSort<uint64_t, T, I>;
 
@@ -502,7 +589,7 @@ struct SelOut {
 
 /* The speculative select's certification (select_block_kernel with use == nullptr): a query
  * is used when it holds k candidates, or every eligible row (n_e), within the capacity; the
- * staging in shared memory holds `stage` candidates (a query holding more is handed back). */
+ * staging in shared memory holds `stage` candidates (a query keeping more is handed back). */
 struct SelSpec {
     uint64_t n_e;
     uint32_t stage;
@@ -568,7 +655,7 @@ select_block_kernel(const uint64_t *cand, uint32_t cap, const uint32_t *cnt,
     pdl_wait(); /* the chained gate scan's candidates and counts (speculative) */
     extern __shared__ __align__(16) unsigned char sel_smem[];
     uint64_t *stage = reinterpret_cast<uint64_t *>(sel_smem);
-    __shared__ uint32_t wsum[NBINS / 32], bsel, pos, hmin, hmax;
+    __shared__ uint32_t wsum[NBINS / 32], bsel, msel, pos, hmin, hmax;
     const uint32_t q = blockIdx.x, t = threadIdx.x, lane = t & 31, warp = t >> 5;
     /* use == nullptr: speculative, the host's certification test on the device */
     const uint32_t cq = cnt[q];
@@ -579,13 +666,6 @@ select_block_kernel(const uint64_t *cand, uint32_t cap, const uint32_t *cnt,
     }
     if (!used) { /* a recovery or the full path writes this query's results */
         if (t == 0) over[q] = 0;
-        return;
-    }
-    if ((cq < cap ? cq : cap) > spec.stage) { /* more than the staging holds (speculative) */
-        if (t == 0) {
-            over[q] = 1;
-            if (n_over) atomicAdd(n_over, 1u);
-        }
         return;
     }
     /* threshold bin: the largest b > 0 whose count from the top reaches k (0: keep all) */
@@ -605,9 +685,23 @@ select_block_kernel(const uint64_t *cand, uint32_t cap, const uint32_t *cnt,
         if (t > 0 && suf >= o.k) atomicMax(&bsel, t);
     }
     __syncthreads();
+    if (t == bsel) msel = suf;
+    __syncthreads();
+    /* the kept candidates are those in the threshold bin and above, as many as the histogram
+       counts there (it counts exactly the buffered candidates of a used query): a query
+       keeping more than the staging holds or the block sorts is handed back before it is
+       compacted (to the segmented select, or, speculative, to the host's select) */
+    const uint32_t n = cnt[q] < cap ? cnt[q] : cap;
+    const uint32_t kept = bsel ? msel : n;
+    if (kept > spec.stage || kept > (uint32_t)T * IMAX) {
+        if (t == 0) {
+            over[q] = 1;
+            if (n_over) atomicAdd(n_over, 1u);
+        }
+        return;
+    }
     const float edge = bsel ? edges[(size_t)q * NBINS + bsel] : -__int_as_float(0x7f800000);
     /* compact the kept candidates into shared memory, one atomic per warp and round */
-    const uint32_t n = cnt[q] < cap ? cnt[q] : cap;
     const uint64_t *c = cand + (size_t)q * cap;
     uint32_t lo = 0xffffffffu, hi = 0;
     for (uint32_t base = 0; base < n; base += T) {
@@ -622,8 +716,9 @@ select_block_kernel(const uint64_t *cand, uint32_t cap, const uint32_t *cnt,
         uint32_t at = 0;
         if (lane == 0 && mask) at = atomicAdd(&pos, (uint32_t)__popc(mask));
         at = __shfl_sync(0xffffffffu, at, 0);
-        if (keep) {
-            stage[at + __popc(mask & ((1u << lane) - 1))] = v;
+        const uint32_t slot = at + __popc(mask & ((1u << lane) - 1));
+        if (keep && slot < spec.stage) { /* (a count past the histogram's is handed back) */
+            stage[slot] = v;
             const uint32_t w = (uint32_t)(v >> 32);
             lo = w < lo ? w : lo;
             hi = w > hi ? w : hi;
@@ -644,11 +739,14 @@ select_block_kernel(const uint64_t *cand, uint32_t cap, const uint32_t *cnt,
         const uint64_t top = ((uint64_t)(hmax - h0) << rb) | (uint64_t)(n_rows - 1);
         end_bit = 64 - __clzll(top + 1);
     }
-    if (t == 0) over[q] = m > (uint32_t)T * IMAX;
-    if (m > (uint32_t)T * IMAX) { /* more than the largest sort: the segmented select's */
-        if (t == 0 && n_over) atomicAdd(n_over, 1u);
+    if (m > spec.stage || m > (uint32_t)T * IMAX) { /* (not when the histogram's count holds) */
+        if (t == 0) {
+            over[q] = 1;
+            if (n_over) atomicAdd(n_over, 1u);
+        }
         return;
     }
+    if (t == 0) over[q] = 0;
     if (t == 0) o.counts[q] = m < o.k ? m : o.k;
     if (m <= (uint32_t)T) return sel_sort_write<T, 1>(sel_smem, q, m, h0, rb, end_bit, o);
     if (IMAX >= 2 && m <= 2u * T) return sel_sort_write<T, 2>(sel_smem, q, m, h0, rb, end_bit, o);
@@ -1578,57 +1676,76 @@ int download_results(Search &S, int64_t *out_rows, float *out_scores, uint32_t *
     return 0;
 }
 
-/* The select step: the block sort (select_block_kernel) where every used query's
- * candidates fit a block's shared memory, else compact + segmented sort + extract.
- * A block sorts at most SEL_T * SEL_I keys (64 registers a thread at 1024 threads; 16 keys
- * a thread spilled) but stages up to SEL_STAGE; a query keeping more than it sorts takes
- * the segmented select. k = 8192 at 5M rows admits about 12.6k candidates a query.
- * Measured on the H200 (5M rows, float16, two rounds, bench/RESULTS.md "Kernel v19"):
- * the block sort is faster at every k for B <= 64 and at k >= 1024 for any B (B = 64
- * k = 8192: select less download 0.17 -> 0.09-0.12 ms; B = 1024 k = 8192: 0.84 -> 0.56-0.61),
- * but slower than the segmented sort's warp sorts when more than 128 queries hold at most
- * 1024 candidates each (B = 1024 k = 128: 0.24-0.25 against 0.20-0.23 ms), so those keep
- * the segmented select.
- * SIEVE_CUDA_SELECT=segmented or =block forces one or the other (benchmarks and tests). */
-constexpr uint32_t SEL_SMALL_T = 256, SEL_SMALL_I = 4, SEL_T = 1024, SEL_I = 12;
-constexpr uint32_t SEL_STAGE = 24576;       /* 192 KiB of shared memory */
+/* The select step: the block sort (select_block_kernel), one block per query, for k up to
+ * SEL_T * SEL_I; a query keeping more than its block stages or sorts (the threshold bin and
+ * above) is handed to compact + segmented sort + extract, as are all queries for larger k.
+ * The block (select_threads): the smallest of SEL_SMALL_T threads (sorting up to
+ * SEL_SMALL_T * SEL_SMALL_I), SEL_MID_T (SEL_MID_T * SEL_MID_I) and SEL_T (SEL_T * SEL_I; 64
+ * registers a thread at 1024 threads, 16 keys a thread spilled) that sorts what a query is
+ * expected to keep: k, plus the rows above the sample's maximum, which all fall in the top
+ * bin of the scan's histogram (open above it): about n / S of them, exponentially
+ * distributed, so 10 n / S is passed by one query in 22,000 (at 5M rows, k = 128, one query
+ * in 30 kept more than 1024: the rows above the maximum). The staging is sized by what the
+ * block sorts, not by what a query admitted (k = 8192 at 5M rows admits about 12.6k
+ * candidates a query, k = 128 about 700). Before, the block and its staging were sized by
+ * the most candidates a query admitted, and above 128 queries with at most 1024 the
+ * segmented select ran (bench/RESULTS.md "Kernel v19", "Select sized by what is kept").
+ * SIEVE_CUDA_SELECT=segmented forces the segmented select, =small the SEL_SMALL_T block at
+ * every k up to SEL_T * SEL_I (tests: queries keeping more than it sorts are handed back). */
+constexpr uint32_t SEL_SMALL_T = 256, SEL_SMALL_I = 4, SEL_MID_T = 512, SEL_MID_I = 8,
+                   SEL_T = 1024, SEL_I = 12;
 constexpr uint32_t SEL_SMALL_MAX_QUERIES = 128;
 
-bool select_by_block(uint32_t nq, uint32_t most, uint32_t k) {
+bool select_by_block(uint32_t k) {
     const char *e = getenv("SIEVE_CUDA_SELECT");
     if (e && !strcmp(e, "segmented")) return false;
-    if (most > SEL_STAGE || k > SEL_T * SEL_I) return false;
-    if (e && !strcmp(e, "block")) return true;
-    return most > SEL_SMALL_T * SEL_SMALL_I || nq <= SEL_SMALL_MAX_QUERIES;
+    return k <= SEL_T * SEL_I;
 }
 
-/* Bytes of shared memory for a block of T threads whose queries hold at most `most`
+/* The block select's threads (see above) for k, the plan's sample of S of n rows and, where
+ * known, the most candidates a used query holds (0: not known). */
+uint32_t select_threads(uint32_t k, uint64_t n, uint32_t S, uint32_t most) {
+    const char *e = getenv("SIEVE_CUDA_SELECT");
+    if (e && !strcmp(e, "small")) return SEL_SMALL_T;
+    double keep = (double)k + 10.0 * (double)n / (double)(S ? S : 1);
+    if (most && (double)most < keep) keep = most;
+    return keep <= SEL_SMALL_T * SEL_SMALL_I ? SEL_SMALL_T
+           : keep <= SEL_MID_T * SEL_MID_I   ? SEL_MID_T
+                                             : SEL_T;
+}
+
+/* launch_select_block with the block select_threads picked. */
+int launch_select_sized(Search &S, uint32_t threads, const unsigned char *used, uint32_t most,
+                        int metric, uint32_t *chain = nullptr);
+
+/* Bytes of shared memory for a block of T threads that stages (and sorts) up to `stage`
  * candidates: the staging array, or the largest sort it may run. */
 template <int T, int IMAX>
-size_t select_block_smem(uint32_t most) {
-    const uint32_t items = (most + T - 1) / T;
+size_t select_block_smem(uint32_t stage) {
+    const uint32_t items = (stage + T - 1) / T;
     size_t sort = items <= 1 || IMAX < 2    ? sel_sort_bytes<T, 1>()
                   : items <= 2 || IMAX < 4  ? sel_sort_bytes<T, 2>()
                   : items <= 4 || IMAX < 8  ? sel_sort_bytes<T, 4>()
                   : items <= 8 || IMAX < 12 ? sel_sort_bytes<T, 8>()
                                             : sel_sort_bytes<T, 12>();
-    size_t stage = (size_t)most * 8;
-    return sort > stage ? sort : stage;
+    size_t bytes = (size_t)stage * 8;
+    return sort > bytes ? sort : bytes;
 }
 
 /* used: the host's certification per query, or nullptr for the speculative select (the
- * kernel certifies); most: the candidates the staging must hold; chain: see launch_ex */
+ * kernel certifies); most: the most candidates a used query holds (the staging holds the
+ * smaller of it and what the block sorts); chain: see launch_ex */
 template <int T, int IMAX>
 int launch_select_block(Search &S, const unsigned char *used, uint32_t most, int metric,
                         uint32_t *chain = nullptr) {
-    const size_t smem = select_block_smem<T, IMAX>(most);
+    const uint32_t stage = std::max<uint32_t>(1, std::min<uint32_t>(most, (uint32_t)T * IMAX));
+    const size_t smem = select_block_smem<T, IMAX>(stage);
     auto kern = select_block_kernel<T, IMAX>;
     SIEVE_CUDA_TRY(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                         (int)smem));
     SelOut o = {S.at<float>(S.L.qn2), S.at<int64_t>(S.L.outrows), S.at<float>(S.L.outscores),
                 S.at<uint32_t>(S.L.outcounts), S.pl.k, metric};
-    const SelSpec spec = {S.n_e, (uint32_t)(smem / 8), S.at<uint32_t>(S.L.thr2),
-                          S.at<uint32_t>(S.L.report)};
+    const SelSpec spec = {S.n_e, stage, S.at<uint32_t>(S.L.thr2), S.at<uint32_t>(S.L.report)};
     unsigned char *over = used ? S.at<unsigned char>(S.L.use) + S.pl.nq_pad
                                : S.at<unsigned char>(S.L.report) + (size_t)8 * S.pl.nq;
     SIEVE_CUDA_TRY(launch_ex(kern, dim3(S.pl.nq), dim3(T), smem, S.s, chain, 0,
@@ -1640,24 +1757,30 @@ int launch_select_block(Search &S, const unsigned char *used, uint32_t most, int
 
 int select_segmented(Search &S, const unsigned char *used, int metric);
 
-/* most: the most candidates a used query holds (<= SEL_STAGE); *handed: the queries left to
- * the segmented sort (more kept candidates than a block sorts) */
+/* most: the most candidates a used query holds; *handed: the queries left to the segmented
+ * sort (more kept candidates than the block stages) */
 int select_block(Search &S, const unsigned char *used, uint32_t most, int metric,
                  uint32_t *handed) {
     *handed = 0;
-    if (most <= SEL_SMALL_T * SEL_SMALL_I)
-        return launch_select_block<SEL_SMALL_T, SEL_SMALL_I>(S, used, most, metric);
-    if (most <= SEL_T * SEL_I) return launch_select_block<SEL_T, SEL_I>(S, used, most, metric);
-    /* some query may keep more than a block sorts: those go to the segmented select */
     uint32_t *n_over = S.at<uint32_t>(S.L.misc + 16);
     SIEVE_CUDA_TRY(cudaMemsetAsync(n_over, 0, 4, S.s));
-    int rc = launch_select_block<SEL_T, SEL_I>(S, used, most, metric);
+    int rc = launch_select_sized(S, select_threads(S.pl.k, S.sp.n_rows, S.pl.S, most), used,
+                                 most, metric);
     if (rc) return rc;
-    uint32_t h = 0;
+    uint32_t h = 0; /* (the caller waits for the select anyway: this copy is that wait) */
     SIEVE_CUDA_TRY(cudaMemcpyAsync(&h, n_over, 4, cudaMemcpyDeviceToHost, S.s));
     SIEVE_CUDA_TRY(cudaStreamSynchronize(S.s));
     *handed = h;
     return h ? select_segmented(S, S.at<unsigned char>(S.L.use) + S.pl.nq_pad, metric) : 0;
+}
+
+int launch_select_sized(Search &S, uint32_t threads, const unsigned char *used, uint32_t most,
+                        int metric, uint32_t *chain) {
+    if (threads == SEL_SMALL_T)
+        return launch_select_block<SEL_SMALL_T, SEL_SMALL_I>(S, used, most, metric, chain);
+    if (threads == SEL_MID_T)
+        return launch_select_block<SEL_MID_T, SEL_MID_I>(S, used, most, metric, chain);
+    return launch_select_block<SEL_T, SEL_I>(S, used, most, metric, chain);
 }
 
 int select_segmented(Search &S, const unsigned char *used, int metric) {
@@ -1696,11 +1819,10 @@ int select_segmented(Search &S, const unsigned char *used, int metric) {
  * k = 8192 (cause not established). The host then certifies from the same counts; if a
  * query is not certified, or keeps more candidates than its block stages or sorts, the call
  * goes on exactly as without speculation (recoveries, the select again, the download
- * again), so no answer depends on it. Returns 0 (off) or the block's threads: 256 where a
- * query is expected to admit at most 768 rows (three quarters of what that block sorts),
- * else 1024. Measured on the H200 (bench/RESULTS.md, "Speculative select"): the 256-thread
- * block is 12-50 us faster at 1M rows, k <= 128 (100-550 rows admitted), but at 5M rows
- * with 16 or more queries some query keeps more than 1024 and the speculation misses.
+ * again), so no answer depends on it. Returns 0 (off) or the block's threads, as the
+ * select step picks them (select_threads). The first form sized the block by what a query
+ * was expected to admit (the 256-thread block up to 768 admissions), with staging for the
+ * capacity (bench/RESULTS.md, "Speculative select", "Select sized by what is kept").
  * SIEVE_CUDA_SPECULATE=0 turns it off; =small or =large forces the 256- or the 1024-thread
  * block (tests: a query keeping more than the small block sorts; benchmarks). */
 constexpr uint32_t SEL_SPEC_MAX_K = 8192;
@@ -1713,11 +1835,7 @@ uint32_t speculation(const Plan &pl, uint64_t n_rows, Dl dl) {
     if (pl.nq > SEL_SMALL_MAX_QUERIES || pl.k > SEL_SPEC_MAX_K || dl == Dl::PIPELINED) return 0;
     if (e && !strcmp(e, "small")) return SEL_SMALL_T;
     if (e && !strcmp(e, "large")) return SEL_T;
-    /* rows above the sample's rank-j key: what a query admits before the scan tightens */
-    uint32_t j, j2;
-    ranks_for(pl.k, pl.S, n_rows, &j, &j2);
-    const double admits = ((double)j + 1.0) * (double)n_rows / (double)pl.S;
-    return admits <= 0.75 * SEL_SMALL_T * SEL_SMALL_I ? SEL_SMALL_T : SEL_T;
+    return select_threads(pl.k, n_rows, pl.S, 0);
 }
 
 /* The launches a search chains behind their predecessor by programmatic dependent launch
@@ -1900,11 +2018,8 @@ extern "C" int sieve__cuda_knn(void *ctx, const sieve_matrix *m, const float *qu
         std::vector<uint32_t> cnt(n_queries), thr2(n_queries);
         uint32_t spec_over = 0;
         if (spec) { /* select and download first, then the same sync */
-            const uint32_t most = std::min<uint32_t>(pl.cap, SEL_STAGE);
-            rc = spec == SEL_SMALL_T ? launch_select_block<SEL_SMALL_T, SEL_SMALL_I>(
-                                           S, nullptr, most, metric, chain(CH_SELECT))
-                                     : launch_select_block<SEL_T, SEL_I>(S, nullptr, most,
-                                                                         metric, chain(CH_SELECT));
+            const uint32_t most = pl.cap;
+            rc = launch_select_sized(S, spec, nullptr, most, metric, chain(CH_SELECT));
             if (rc) return rc;
             unsigned char *hr = (unsigned char *)S.c->pinned + results_bytes(pl);
             if (dl == Dl::DIRECT) /* the report alone; STAGED brings it with the results */
@@ -1979,7 +2094,7 @@ extern "C" int sieve__cuda_knn(void *ctx, const sieve_matrix *m, const float *qu
                 most = std::max(most, std::min(cnt_final[q], pl.cap));
                 n_use++;
             }
-        if (select_by_block(n_queries, most, pl.k)) {
+        if (select_by_block(pl.k)) {
             uint32_t handed = 0;
             rc = select_block(S, used, most, metric, &handed);
             st.select_segmented = handed;

@@ -291,17 +291,18 @@ Test(knn_cuda, large_batches_and_k, .timeout = 1800) {
     run_case(&h);
 }
 
-/* The select step both ways (SIEVE_CUDA_SELECT): the block sort in shared memory (the
- * default where the candidates fit) and the segmented sort, each against the materialized
- * full sort, and the statistics say which one ordered each certified query. Covers every
- * sort size of the block (k = 1 to 8192), a k whose kept candidates exceed what a block
- * sorts (k = 12288: the block hands those queries to the segmented sort), k past the block
- * path (16384), all-equal keys (the block's sort key is the row alone), duplicates with
- * Euclid, sorted data and masks. */
-Test(knn_cuda, block_and_segmented_select_against_full_sort, .timeout = 1200) {
+/* The select step every way (SIEVE_CUDA_SELECT): the block sort in shared memory (the
+ * default up to k = 12288), the segmented sort, and the 256-thread block at every k
+ * ("small"), each against the materialized full sort, and the statistics say which one
+ * ordered each certified query. Covers every sort size of the block (k = 1 to 8192), a k
+ * whose kept candidates exceed what a block sorts (k = 12288, and k >= 1500 with the small
+ * block: the block hands those queries to the segmented sort before staging them), k past
+ * the block path (16384), all-equal keys (the block's sort key is the row alone),
+ * duplicates with Euclid, sorted data and masks. */
+Test(knn_cuda, block_and_segmented_select_against_full_sort, .timeout = 1500) {
     SKIP_WITHOUT_GPU();
-    const char *const how[] = {"block", "segmented"};
-    for (int h = 0; h < 2; h++) {
+    const char *const how[] = {"block", "segmented", "small"};
+    for (int h = 0; h < 3; h++) {
         cr_assert_eq(setenv("SIEVE_CUDA_SELECT", how[h], 1), 0);
         cr_log_info("select %s", how[h]);
         const uint32_t ks[] = {1, 300, 1500, 3000, 6000, 8192, 12288, 16384};
@@ -314,6 +315,10 @@ Test(knn_cuda, block_and_segmented_select_against_full_sort, .timeout = 1200) {
             cr_assert_gt(used, 0, "k=%u: no query certified", ks[ki]);
             if (h == 1 || ks[ki] > 12288) /* segmented, or past the block path */
                 cr_assert_eq(st.select_segmented, used, "select %s k=%u", how[h], ks[ki]);
+            else if (h == 2 && ks[ki] > 1024) /* every query keeps more than the small block */
+                cr_assert_eq(st.select_segmented, used, "select small k=%u: %llu of %llu handed",
+                             ks[ki], (unsigned long long)st.select_segmented,
+                             (unsigned long long)used);
             else if (ks[ki] == 12288) /* more kept than a block sorts: handed back */
                 cr_assert_gt(st.select_segmented, 0, "k=12288 never handed to the segmented sort");
             else
@@ -964,7 +969,10 @@ static uint32_t bits_at_rank(const uint32_t *sorted_ord, uint32_t r) {
  * keys, bit for bit: slices in shared memory and in global memory, lengths that are not a
  * multiple of the block or of the cluster, fewer keys than blocks, all-equal keys, narrow
  * bands that share their top bytes, -inf (ineligible sample rows), signed zeros, sorted
- * lists, and the first and last ranks. */
+ * lists, and the first and last ranks; and, where one block holds a list with small ranks
+ * (its passes over the keys at or above a group maximum only), ties at the top, sorted keys
+ * whose top groups hold every kept key, all-equal keys (too many kept: all keys' passes),
+ * -inf and a length that is not a multiple of 32. */
 Test(knn_cuda, sample_selection_matches_a_sort, .timeout = 300) {
     SKIP_WITHOUT_GPU();
     sieve_device *gpu = NULL, *cpu = NULL;
@@ -981,6 +989,10 @@ Test(knn_cuda, sample_selection_matches_a_sort, .timeout = 300) {
         {"sorted descending", 131072, 600, 1208},
         {"fewer keys than blocks", 5, 1, 4},
         {"slices in global memory even 8 ways", 262147, 9000, 18008},
+        {"small ranks, ties at the top", 20000, 5, 200},
+        {"small ranks, sorted ascending", 16384, 2, 40},
+        {"small ranks, all equal", 16384, 3, 40},
+        {"small ranks, half -inf, n not a multiple of 32", 16411, 4, 60},
     };
     const uint32_t parts[] = {1, 2, 4, 8, 0};
     const uint32_t lists = 3;
@@ -1001,6 +1013,10 @@ Test(knn_cuda, sample_selection_matches_a_sort, .timeout = 300) {
                 case 5: k[i] = (i % 3 == 0) ? -0.0f : (i % 3 == 1) ? 0.0f : -fabsf(k[i]); break;
                 case 6: k[i] = (float)(i / 4) * 0.25f - 100.0f; break;
                 case 7: k[i] = 1000.0f - (float)i * 0.01f; break;
+                case 10: if ((i * 2654435761u + l) % 67u == 0) k[i] = 7.0f; break;
+                case 11: k[i] = (float)i * 0.001f - 3.0f; break;
+                case 12: k[i] = -2.5f; break;
+                case 13: if (i % 2) k[i] = -INFINITY; break;
                 default: break;
                 }
             }
