@@ -4,14 +4,6 @@
 # suite on the new build; A/B against main's build (.deps/gpu-base), whole calls
 # alternating b n n b; each kernel's duration on the new build; exact shapes.
 D=$OUT/c2; . bench/results/h200-v28-runs/common.sh
-SBN=$SB; SBB=.deps/gpu-base/build/bench/sieve-bench
-ab() { # ab LABEL ARGS...: base, new, new, base
-  local l=$1; shift
-  for s in b1:$SBB n1:$SBN n2:$SBN b2:$SBB; do
-    IFS=: read t bin <<< "$s"; SB=$bin run ${l}_$t X=1 "$@"
-  done
-  SB=$SBN
-}
 echo "--- GPU suite ($(date -u +%T))"
 timeout 250 .deps/gpu/build/tests/test_knn_cuda --jobs 4 --verbose=0 > $D/test_knn_cuda.log 2>&1
 echo "rc $?"; grep -E "^\[(FAIL|====)|assert|Synthesis" $D/test_knn_cuda.log | tail -8

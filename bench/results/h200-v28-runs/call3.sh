@@ -4,14 +4,6 @@
 # sample selection in static shared memory (no more dynamic memory than before): A/B
 # against main's build, whole calls alternating b n n b; kernel durations; exact shapes.
 D=$OUT/c3; . bench/results/h200-v28-runs/common.sh
-SBN=$SB; SBB=.deps/gpu-base/build/bench/sieve-bench
-ab() { # ab LABEL ARGS...: base, new, new, base
-  local l=$1; shift
-  for s in b1:$SBB n1:$SBN n2:$SBN b2:$SBB; do
-    IFS=: read t bin <<< "$s"; SB=$bin run ${l}_$t X=1 "$@"
-  done
-  SB=$SBN
-}
 echo "--- A/B ($(date -u +%T))"
 ab f32 --n 5m --dtype float32 --batch 64,128,256,512 --k 128 --results pinned
 ab f32b1024 --n 5m --dtype float32 --batch 1024 --k 128,1024 --results pinned --repeat 6

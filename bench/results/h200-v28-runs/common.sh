@@ -1,8 +1,19 @@
 # Sourced by the call scripts in this folder (run on the GPU machine from the repository
 # root, the build under test in .deps/gpu.tar.xz). Needs $D, the call's output folder.
 # The helpers (run, exact) are those of h200-v26-runs/common.sh; kdur prints each kernel's
-# duration (Nsight Compute, one metric, clocks left alone) over whole sieve_knn calls.
+# duration (Nsight Compute, one metric, clocks left alone) over whole sieve_knn calls; ab
+# runs main's build and the build under test alternating.
 . bench/results/h200-v26-runs/common.sh
+# ab LABEL ARGS...: run with main's build (.deps/gpu-base, from its own bundle) and the
+# build under test alternating: base, new, new, base
+SBN=$SB; SBB=.deps/gpu-base/build/bench/sieve-bench
+ab() {
+  local l=$1; shift
+  for s in b1:$SBB n1:$SBN n2:$SBN b2:$SBB; do
+    IFS=: read t bin <<< "$s"; SB=$bin run ${l}_$t X=1 "$@"
+  done
+  SB=$SBN
+}
 # kdur LABEL ENV ARGS...: one untimed and one timed call of sieve-bench knn ARGS under ncu
 kdur() {
   local l=$1 e=$2; shift 2
