@@ -1111,8 +1111,21 @@ struct Layout {
     size_t cub_bytes, fullcub_bytes;
 };
 
+/* The sample: p->sample_rows, else max(16384, 8k) rows, and 4k from k = 8192 on where the
+ * fused path runs either way (2 x 8k < n). The sample scan writes B x S keys and the propose
+ * step selects over them, so at large k a smaller sample costs less than the candidates it
+ * adds (4-10% more at 5M rows: the boundary's margin over k grows as the sample
+ * shrinks). Measured on the H200, whole calls against 8k alternating (bench/RESULTS.md,
+ * "A smaller sample at large k"): 1M rows 3-7% faster at k = 8192 and 16384 (B = 16: 0-2%);
+ * 5M rows 1-3% faster at k = 16384, within 1% at k = 8192 but for B = 16 (1-1.5% slower);
+ * 8,841,823 rows 0.6-2% faster. At k = 4096 a sample of 4k (16384 rows) was 9% slower at
+ * B = 1024 (more candidates where each costs most), so smaller k keep 8k. */
 uint32_t sample_rows(const sieve_search_params *p, uint64_t n) {
-    uint64_t s = p->sample_rows ? p->sample_rows : (uint64_t)p->k * 8 > 16384 ? (uint64_t)p->k * 8 : 16384;
+    uint64_t s = p->sample_rows;
+    if (!s) {
+        const uint64_t k = p->k, s8 = k * 8 > 16384 ? k * 8 : 16384;
+        s = k >= 8192 && 2 * s8 < n ? k * 4 : s8;
+    }
     return (uint32_t)(s > n ? n : s);
 }
 
