@@ -478,6 +478,52 @@ static void assert_equals_full_sort(sieve_device *gpu, const sieve_matrix *m, co
     free(mcnt);
 }
 
+/* The default sample (sieve_kernels.h, sample_rows): max(16384, 8k) rows, and 4k from
+ * k = 8192 on when 2 x 8k < N; a collection small enough for the direct path under 8k keeps
+ * it (no sample). Every search equals the full sort whatever the sample. */
+Test(knn_cuda, default_sample_size_by_k_and_rows, .timeout = 600) {
+    SKIP_WITHOUT_GPU();
+    sieve_device *gpu = NULL, *cpu = NULL;
+    cr_assert_eq(sieve_device_open("cuda:0", &gpu), 0);
+    cr_assert_eq(sieve_device_open("cpu", &cpu), 0);
+    const uint32_t B = 3;
+    const struct {
+        uint64_t n;
+        uint32_t k;
+        uint64_t sample; /* rows a query, 0: the direct path */
+    } cs[] = {
+        {300007, 128, 16384},  /* the minimum */
+        {300007, 4096, 32768}, /* 8k */
+        {300007, 8191, 65528}, /* 8k, just below the change */
+        {300007, 8192, 32768}, /* 4k: 2 x 8k = 131072 < N */
+        {300007, 16384, 65536},
+        {131073, 8192, 32768}, /* 2 x 8k = 131072 < N by one row */
+        {131072, 8192, 0},     /* 2 x 8k = N: the direct path, as before */
+    };
+    for (size_t ci = 0; ci < sizeof cs / sizeof *cs; ci++) {
+        sieve_dev_matrix *dm = normal_matrix(gpu, SIEVE_DTYPE_F16, cs[ci].n, 64, 256, 61 + ci);
+        const sieve_matrix *m = sieve_dev_matrix_view(dm);
+        float *q = normal_queries(cpu, B, 64, 71 + ci);
+        sieve_search_params p;
+        sieve_search_params_init(&p, SIEVE_METRIC_DOT, cs[ci].k);
+        spec_out a;
+        sieve_search_stats st = setting_run(gpu, m, q, B, &p, "SIEVE_CUDA_SPECULATE", NULL, 0, &a);
+        char name[96];
+        snprintf(name, sizeof name, "N=%llu k=%u", (unsigned long long)cs[ci].n, cs[ci].k);
+        cr_assert_eq(st.rows_sampled, cs[ci].sample * B, "%s: %llu rows sampled, want %llu",
+                     name, (unsigned long long)st.rows_sampled,
+                     (unsigned long long)(cs[ci].sample * B));
+        cr_assert_eq(st.path_count[SIEVE_PATH_DIRECT], cs[ci].sample ? 0 : B, "%s: direct %llu",
+                     name, (unsigned long long)st.path_count[SIEVE_PATH_DIRECT]);
+        assert_equals_full_sort(gpu, m, q, B, &p, &a, name);
+        spec_free(gpu, 0, &a);
+        free(q);
+        sieve_dev_matrix_destroy(dm);
+    }
+    sieve_device_close(gpu);
+    sieve_device_close(cpu);
+}
+
 /* The speculative select (the select and the download queued behind the scan, certified on
  * the device, one wait for it) against the select after the host's certification
  * (SIEVE_CUDA_SPECULATE=0) and the materialized full sort: the same rows, scores, counts and
