@@ -1514,15 +1514,21 @@ bool host_pinned(const void *p, size_t len) {
 constexpr unsigned HC_THREADS = 8;
 constexpr uint32_t HC_SPIN_US = 50; /* an idle worker polls this long before it sleeps */
 
+/* Host copy threads: HC_THREADS, at most half the hardware threads, at least one (the kept
+ * pool and the threads the pipelined download starts per call without it). */
+unsigned copy_threads() {
+    const unsigned hw = std::thread::hardware_concurrency();
+    const unsigned nt = hw / 2 < HC_THREADS ? hw / 2 : HC_THREADS;
+    return nt ? nt : 1;
+}
+
 sieve_pool *host_copier(sieve__cuda_ctx *c) {
     if (c->copier_state == 0) {
         const char *e = getenv("SIEVE_CUDA_HOSTCOPY");
         c->copier_state = -1;
         if (!(e && !strcmp(e, "0"))) {
-            unsigned hw = std::thread::hardware_concurrency();
-            unsigned nt = hw / 2 < HC_THREADS ? hw / 2 : HC_THREADS;
-            if (nt < 1) nt = 1;
-            if (sieve_pool_create(nt, HC_SPIN_US, &c->copier) == 0) c->copier_state = 1;
+            if (sieve_pool_create(copy_threads(), HC_SPIN_US, &c->copier) == 0)
+                c->copier_state = 1;
         }
     }
     return c->copier_state == 1 ? c->copier : nullptr;
@@ -1547,14 +1553,13 @@ int upload_queries(Search &S, const float *queries) {
 /* Device -> host copy of the result arrays: straight into them when the caller's arrays are
  * page-locked, otherwise through the pinned staging buffer.
  * Large results go in chunks: each chunk's copy to pinned memory is queued with an event,
- * and the context's host threads (host_copier; up to DL_THREADS threads started per call
+ * and the context's host threads (host_copier; copy_threads() threads started per call
  * without them) move landed chunks to the caller's arrays while later chunks are still
  * crossing the bus (on the H200 machine 100 MiB crosses the bus in 1.9 ms; on the host one
  * thread moves it in 17-18 ms, 8 threads started for the copy in 1.65-1.75 ms, 8 kept ones
  * in 1.3 ms: bench/results/h200-v27-runs/probe.txt). */
 constexpr size_t DL_CHUNK = 1u << 20;
 constexpr size_t DL_PIPELINE_MIN = 2u << 20;
-constexpr unsigned DL_THREADS = 8;
 
 enum class Dl { DIRECT, STAGED, PIPELINED };
 
@@ -1665,9 +1670,7 @@ int download_results(Search &S, int64_t *out_rows, float *out_scores, uint32_t *
             sieve_pool_for(hc, ch.size(), move_chunk, &job);
         } else { /* SIEVE_CUDA_HOSTCOPY=0: threads started for this call, thread t moving
                     chunks t, t + nt, ... */
-            unsigned hw = std::thread::hardware_concurrency();
-            unsigned nt = hw / 2 < DL_THREADS ? hw / 2 : DL_THREADS;
-            if (nt < 1) nt = 1;
+            unsigned nt = copy_threads();
             if (nt > ch.size()) nt = (unsigned)ch.size();
             auto worker = [&](unsigned t) {
                 for (size_t i = t; i < ch.size(); i += nt) move_chunk(&job, i);
