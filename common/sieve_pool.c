@@ -10,6 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#if defined(__x86_64__) && defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "sieve_error.h"
 
@@ -25,6 +28,7 @@ struct sieve_pool {
     _Atomic uint64_t state; /* POOL_OPEN while items may be left | threads in the loop */
     _Atomic size_t next;    /* the next unclaimed item */
     _Atomic int quit;
+    _Atomic uint32_t limit; /* the current loop's most threads, the caller included */
     uint32_t sleepers; /* threads waiting on `wake` (under mu) */
     uint32_t spin_us;
     uint32_t workers; /* 1 + started threads */
@@ -92,7 +96,10 @@ static void *pool_main(void *arg) {
            threads inside and then may reuse everything the loop points to */
         uint64_t st = atomic_load_explicit(&p->state, memory_order_acquire);
         int entered = 0;
-        while (st & POOL_OPEN) {
+        /* (a limit read from a later loop than the state lets in one thread too many at
+           most: a bound on the threads, not on correctness) */
+        while ((st & POOL_OPEN) &&
+               (st & ~POOL_OPEN) + 1 < atomic_load_explicit(&p->limit, memory_order_relaxed)) {
             if (atomic_compare_exchange_weak_explicit(&p->state, &st, st + 1,
                                                       memory_order_acq_rel,
                                                       memory_order_acquire)) {
@@ -133,6 +140,7 @@ int sieve_pool_create(uint32_t workers, uint32_t spin_us, sieve_pool **out) {
     atomic_init(&p->state, 0);
     atomic_init(&p->next, 0);
     atomic_init(&p->quit, 0);
+    atomic_init(&p->limit, workers);
     p->spin_us = spin_us;
     p->workers = 1;
     while (p->workers < workers) {
@@ -146,21 +154,34 @@ int sieve_pool_create(uint32_t workers, uint32_t spin_us, sieve_pool **out) {
 uint32_t sieve_pool_workers(const sieve_pool *p) { return p ? p->workers : 1; }
 
 void sieve_pool_for(sieve_pool *p, size_t n_items, sieve_pool_item_fn fn, void *ctx) {
+    sieve_pool_for_at_most(p, p ? p->workers : 1, n_items, fn, ctx);
+}
+
+void sieve_pool_for_at_most(sieve_pool *p, uint32_t threads, size_t n_items,
+                            sieve_pool_item_fn fn, void *ctx) {
     if (!n_items) return;
-    if (!p || p->workers == 1 || n_items == 1) {
+    if (!p || p->workers == 1 || n_items == 1 || threads <= 1) {
         for (size_t i = 0; i < n_items; i++) fn(ctx, i);
         return;
     }
     p->n_items = n_items;
     p->fn = fn;
     p->ctx = ctx;
+    atomic_store_explicit(&p->limit, threads, memory_order_relaxed);
     atomic_store_explicit(&p->next, 0, memory_order_relaxed);
     atomic_store_explicit(&p->state, POOL_OPEN, memory_order_release);
     pthread_mutex_lock(&p->mu);
     atomic_fetch_add_explicit(&p->gen, 1, memory_order_acq_rel);
-    const int wake = p->sleepers > 0;
+    const uint32_t sleepers = p->sleepers;
     pthread_mutex_unlock(&p->mu);
-    if (wake) pthread_cond_broadcast(&p->wake);
+    /* wake no more sleeping threads than may join and have an item besides the caller's
+       first: a thread woken for nothing costs a wake-up and then polls for spin_us beside
+       the caller */
+    size_t want = n_items - 1 < threads - 1 ? n_items - 1 : threads - 1;
+    if (sleepers && want >= sleepers)
+        pthread_cond_broadcast(&p->wake);
+    else
+        for (size_t i = 0; sleepers && i < want; i++) pthread_cond_signal(&p->wake);
     drain(p);
     /* close: no thread enters from now on; wait for those inside (each still finishing the
        item it claimed). The last one out signals `done` under mu, and the count is checked
@@ -193,13 +214,50 @@ static void copy_piece(void *ctx, size_t i) {
     memcpy(j->dst + off, j->src + off, len);
 }
 
-void sieve_pool_memcpy(sieve_pool *p, void *dst, const void *src, size_t n) {
-    if (!p || p->workers == 1 || n <= 2 * SIEVE_POOL_PIECE) {
+void sieve_pool_memcpy(sieve_pool *p, uint32_t threads, void *dst, const void *src, size_t n) {
+    if (!p || p->workers == 1 || threads <= 1 || n <= 2 * SIEVE_POOL_PIECE) {
         if (n) memcpy(dst, src, n);
         return;
     }
     copy_job j = {dst, src, n};
-    sieve_pool_for(p, (n + SIEVE_POOL_PIECE - 1) / SIEVE_POOL_PIECE, copy_piece, &j);
+    sieve_pool_for_at_most(p, threads, (n + SIEVE_POOL_PIECE - 1) / SIEVE_POOL_PIECE,
+                           copy_piece, &j);
+}
+
+void sieve_copy_stream(void *dst, const void *src, size_t n) {
+    unsigned char *d = dst;
+    const unsigned char *s = src;
+#if defined(__x86_64__) && defined(__SSE2__)
+    size_t head = (16 - ((uintptr_t)d & 15)) & 15;
+    if (head > n) head = n;
+    memcpy(d, s, head);
+    d += head;
+    s += head;
+    n -= head;
+    size_t n16 = n / 16;
+    __m128i *dv = (__m128i *)d;
+    for (size_t i = 0; i < n16; i++)
+        _mm_stream_si128(dv + i, _mm_loadu_si128((const __m128i *)(s + 16 * i)));
+    _mm_sfence();
+    d += 16 * n16;
+    s += 16 * n16;
+    n -= 16 * n16;
+#endif
+    if (n) memcpy(d, s, n);
+}
+
+void sieve_widen_i32_stream(int64_t *dst, const int32_t *src, size_t n) {
+    size_t i = 0;
+#if defined(__x86_64__) && defined(__SSE2__)
+    for (; i < n && ((uintptr_t)(dst + i) & 15); i++) dst[i] = src[i];
+    for (; i + 2 <= n; i += 2) {
+        const __m128i v = _mm_loadl_epi64((const __m128i *)(src + i)); /* two int32 */
+        const __m128i sign = _mm_srai_epi32(v, 31);
+        _mm_stream_si128((__m128i *)(dst + i), _mm_unpacklo_epi32(v, sign));
+    }
+    _mm_sfence();
+#endif
+    for (; i < n; i++) dst[i] = src[i];
 }
 
 void sieve_pool_destroy(sieve_pool *p) {

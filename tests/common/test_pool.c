@@ -1,7 +1,7 @@
 /* test_pool.c: the pool's parallel loop calls every item exactly once, from the calling
  * thread and pool threads that wake in time, with every write visible when it returns,
  * whether the threads sleep or spin between loops; its memcpy equals memcpy at every size
- * and alignment. */
+ * and alignment, and so do its streaming-store copy and widening. */
 #define _POSIX_C_SOURCE 200809L
 #include <criterion/criterion.h>
 #include <pthread.h>
@@ -148,6 +148,47 @@ Test(pool, destroy_without_a_loop) {
     }
 }
 
+/* A loop limited to `threads` runs every item once on at most that many threads (the
+ * caller's included), whether the pool's threads sleep or spin, over loops with and without
+ * the limit; 1 runs everything on the calling thread. */
+Test(pool, at_most_limits_the_threads) {
+    const uint32_t limits[] = {1, 2, 3, 8};
+    for (uint32_t spin = 0; spin <= 2000; spin += 2000) {
+        sieve_pool *p = NULL;
+        cr_assert_eq(sieve_pool_create(8, spin, &p), 0);
+        loop_log *l = calloc(1, sizeof *l);
+        cr_assert_not_null(l);
+        pthread_mutex_init(&l->mu, NULL);
+        l->sleep_us = 300;
+        uint64_t r = 0;
+        for (int round = 0; round < 3; round++)
+            for (size_t li = 0; li < sizeof limits / sizeof *limits; li++) {
+                atomic_store(&l->n_threads, 0);
+                l->loop = ++r;
+                const size_t n_items = 40;
+                sieve_pool_for_at_most(p, limits[li], n_items, item, l);
+                for (size_t i = 0; i < n_items; i++) {
+                    cr_assert_eq(l->calls[i], r, "limit %u: item %zu called %u times",
+                                 limits[li], i, l->calls[i]);
+                    cr_assert_eq(l->stamp[i], r, "limit %u: item %zu's write not visible",
+                                 limits[li], i);
+                }
+                const uint32_t seen = atomic_load(&l->n_threads);
+                cr_assert_leq(seen, limits[li], "limit %u: %u threads ran items", limits[li],
+                              seen);
+                if (limits[li] == 1) cr_assert(pthread_equal(l->threads[0], pthread_self()));
+                /* the same pool unlimited in between: the limit is per loop */
+                atomic_store(&l->n_threads, 0);
+                l->loop = ++r;
+                sieve_pool_for(p, n_items, item, l);
+                for (size_t i = 0; i < n_items; i++) cr_assert_eq(l->calls[i], r);
+            }
+        pthread_mutex_destroy(&l->mu);
+        free(l);
+        sieve_pool_destroy(p);
+    }
+}
+
 Test(pool, memcpy_equals_memcpy) {
     const size_t P = SIEVE_POOL_PIECE;
     const size_t sizes[] = {0, 1, 63, 2 * P, 2 * P + 1, 3 * P - 1, 3 * P, 1000003, 5u << 20};
@@ -166,7 +207,7 @@ Test(pool, memcpy_equals_memcpy) {
             for (size_t off = 0; off <= 3; off += 3) { /* unaligned source and target too */
                 const size_t n = sizes[s];
                 memset(dst, 0xA5, maxn);
-                sieve_pool_memcpy(p, dst + off, src + off, n);
+                sieve_pool_memcpy(p, workers, dst + off, src + off, n);
                 cr_assert_eq(memcmp(dst + off, src + off, n), 0,
                              "%u threads, %zu bytes at offset %zu differ", workers, n, off);
                 for (size_t i = 0; i < off; i++) cr_assert_eq(dst[i], 0xA5);
@@ -177,8 +218,73 @@ Test(pool, memcpy_equals_memcpy) {
         sieve_pool_destroy(p);
     }
     memset(dst, 0, maxn);
-    sieve_pool_memcpy(NULL, dst, src, 1000003);
+    sieve_pool_memcpy(NULL, 4, dst, src, 1000003);
     cr_assert_eq(memcmp(dst, src, 1000003), 0);
     free(src);
     free(dst);
+}
+
+/* The streaming-store copy equals memcpy at every size and at every alignment of source and
+ * target (its head, 16-byte body and tail), and writes nothing outside the target. */
+Test(pool, copy_stream_equals_memcpy) {
+    const size_t sizes[] = {0, 1, 15, 16, 17, 31, 48, 1000, 65537, (1u << 20) + 5};
+    const size_t maxn = (1u << 20) + 64;
+    unsigned char *src = malloc(maxn), *dst = malloc(maxn);
+    cr_assert(src && dst);
+    uint32_t x = 777;
+    for (size_t i = 0; i < maxn; i++) {
+        x = x * 1664525u + 1013904223u;
+        src[i] = (unsigned char)(x >> 24);
+    }
+    for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++)
+        for (size_t doff = 0; doff < 16; doff += 5)
+            for (size_t soff = 0; soff < 16; soff += 7) {
+                const size_t n = sizes[s];
+                memset(dst, 0xA5, maxn);
+                sieve_copy_stream(dst + doff, src + soff, n);
+                cr_assert_eq(memcmp(dst + doff, src + soff, n), 0,
+                             "%zu bytes (target +%zu, source +%zu) differ", n, doff, soff);
+                for (size_t i = 0; i < doff; i++) cr_assert_eq(dst[i], 0xA5);
+                for (size_t i = doff + n; i < doff + n + 32 && i < maxn; i++)
+                    cr_assert_eq(dst[i], 0xA5, "%zu bytes: byte %zu past the end written", n,
+                                 i - doff - n);
+            }
+    free(src);
+    free(dst);
+}
+
+/* Widening with streaming stores: every value sign-extended (the padding row -1, the
+ * largest rows, zero) at every count and at targets on and off a 16-byte boundary; nothing
+ * written past the end. */
+Test(pool, widen_i32_stream_sign_extends) {
+    const size_t maxn = 300007;
+    int32_t *src = malloc(maxn * 4);
+    int64_t *buf = malloc((maxn + 8) * 8);
+    cr_assert(src && buf);
+    uint32_t x = 4242;
+    for (size_t i = 0; i < maxn; i++) {
+        x = x * 1664525u + 1013904223u;
+        src[i] = (int32_t)x;
+    }
+    src[0] = -1;
+    src[1] = INT32_MAX;
+    src[2] = INT32_MIN;
+    src[3] = 0;
+    src[maxn - 1] = -1;
+    const size_t counts[] = {0, 1, 2, 3, 4, 5, 1000, 65536, maxn};
+    for (size_t c = 0; c < sizeof counts / sizeof counts[0]; c++)
+        for (size_t off = 0; off <= 1; off++) { /* target 16-byte aligned or 8 past it */
+            const size_t n = counts[c];
+            int64_t *dst = buf + off;
+            for (size_t i = 0; i < maxn + 8; i++) buf[i] = 0x5a5a5a5a5a5a5a5all;
+            sieve_widen_i32_stream(dst, src, n);
+            for (size_t i = 0; i < n; i++)
+                cr_assert_eq(dst[i], (int64_t)src[i], "n=%zu off=%zu i=%zu: %lld vs %d", n, off,
+                             i, (long long)dst[i], src[i]);
+            for (size_t i = n; i < n + 4; i++)
+                cr_assert_eq(dst[i], 0x5a5a5a5a5a5a5a5all, "n=%zu: past the end written", n);
+            if (off) cr_assert_eq(buf[0], 0x5a5a5a5a5a5a5a5all, "before the start written");
+        }
+    free(src);
+    free(buf);
 }
