@@ -128,6 +128,14 @@ __global__ void gather_rows_kernel(const unsigned char *src, unsigned char *dst,
     }
 }
 
+/* The result rows as 32-bit values for the pipelined download (download_results): rows
+ * are below 2^31 there and the padding row -1 stays -1. */
+__global__ void narrow_rows_kernel(const int64_t *rows, int32_t *out, size_t n) {
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x)
+        out[i] = (int32_t)rows[i];
+}
+
 /* Eligible rows (not deleted, allowed): over all n_rows into out[0], over the s_count sample
  * rows (s_offset, then every s_stride-th) into out[1]; out zeroed by the caller. One thread
  * per bitmap word and per sample row. */
@@ -1107,7 +1115,7 @@ size_t results_bytes(const Plan &pl) {
 struct Layout {
     size_t qf32, qprep, qsub, qn2, qn2sub, sample, thr, thr2, hi, edges, binw, hist, cnt, cand,
         sorted, segb, sege, topm, use, idx, lo, outrows, outscores, outcounts, report, misc, tlog, cub, fullA, fullB,
-        fullcub, total;
+        fullcub, rows32, total;
     size_t cub_bytes, fullcub_bytes;
 };
 
@@ -1209,6 +1217,7 @@ int make_layout(const Plan &pl, uint64_t n_rows, bool full_only, Layout *L) {
         L->hist = take((size_t)nq * NBINS * 4);
         L->cnt = take((size_t)nq * 4);
         L->cand = take((size_t)nq * pl.cap * 8);
+        L->rows32 = L->cand; /* nq * k * 4 bytes, the candidates dead once selected */
         L->sorted = take((size_t)nq * pl.cap * 8);
         L->segb = take((size_t)nq * 8);
         L->sege = take((size_t)nq * 8);
@@ -1497,10 +1506,12 @@ bool host_pinned(const void *p, size_t len) {
 
 /* Host threads for the copies between the caller's pageable arrays and the pinned staging
  * buffer: kept by the context (started at the first copy that needs them, so a caller whose
- * arrays are page-locked, like the server's batcher, never starts them), up to HC_THREADS,
- * at most half the host's hardware threads. On the H200 machine's host (16 threads;
- * bench/results/h200-v27-runs/probe.txt) one thread copies 3 MiB in 0.28 ms and 100 MiB in
- * 17-18 ms; 4 kept threads 3 MiB in 0.04 ms, 8 kept threads 100 MiB in 1.3 ms; threads
+ * arrays are page-locked, like the server's batcher, never starts them): stream_threads()
+ * of them, of which a copy uses copy_threads() but for the streamed downloads. On the H200
+ * machine's host (16 threads; bench/results/h200-v27-runs/probe.txt) one thread copies 3 MiB
+ * in 0.28 ms and 100 MiB in 17-18 ms; 4 kept threads 3 MiB in 0.04 ms, 8 kept threads 100
+ * MiB in 1.3 ms (source and destination in the cache; the downloads, which are not,
+ * reached 27 GB/s on 8 threads: stream_threads()); threads
  * started for the copy cost about 40 us each (3 MiB over 8 started threads: 0.22 ms).
  * The copies are loops over pieces that the calling thread starts on at once and the
  * pool's threads join as they wake (sieve_pool_for); copies of up to two pieces (512 KiB)
@@ -1511,15 +1522,31 @@ bool host_pinned(const void *p, size_t len) {
  * threads"). Returns NULL (copies on the calling thread; the pipelined download then
  * starts its threads per call, the behaviour before the pool) when SIEVE_CUDA_HOSTCOPY=0
  * (A/B runs) or the pool cannot be created. */
-constexpr unsigned HC_THREADS = 8;
+constexpr unsigned HC_THREADS = 8, HC_STREAM_THREADS = 16;
 constexpr uint32_t HC_SPIN_US = 50; /* an idle worker polls this long before it sleeps */
 
-/* Host copy threads: HC_THREADS, at most half the hardware threads, at least one (the kept
- * pool and the threads the pipelined download starts per call without it). */
+/* Threads a host copy uses: HC_THREADS, at most half the hardware threads, at least one
+ * (and the threads the pipelined download starts per call without the pool). */
 unsigned copy_threads() {
     const unsigned hw = std::thread::hardware_concurrency();
     const unsigned nt = hw / 2 < HC_THREADS ? hw / 2 : HC_THREADS;
     return nt ? nt : 1;
+}
+
+/* Threads a streamed download uses (DL_STREAM_MIN), and the pool's size: HC_STREAM_THREADS,
+ * at most one fewer than the hardware threads, at least copy_threads();
+ * SIEVE_CUDA_COPY_THREADS sets it (A/B runs). A large pipelined download is bound by the
+ * host's copies, not the bus: on the H200 machine (16 hardware threads) 201 MB of results
+ * took 6.8-7.9 ms with 8 threads and memcpy (27 GB/s against the bus's 54), 3.1-3.5 ms
+ * with 15 or 16, streaming stores and 32-bit rows, 4.8-5.5 with 8 of those; but downloads
+ * of 6-25 MB were 3-10% slower with 15 threads than with 8 (bench/RESULTS.md, "The pageable
+ * download"), hence the two counts. */
+unsigned stream_threads() {
+    if (const char *e = getenv("SIEVE_CUDA_COPY_THREADS"))
+        if (atoi(e) > 0 && atoi(e) <= 256) return (unsigned)atoi(e);
+    const unsigned hw = std::thread::hardware_concurrency(), small = copy_threads();
+    const unsigned nt = hw < 2 ? 1 : hw - 1 < HC_STREAM_THREADS ? hw - 1 : HC_STREAM_THREADS;
+    return nt > small ? nt : small;
 }
 
 sieve_pool *host_copier(sieve__cuda_ctx *c) {
@@ -1527,7 +1554,7 @@ sieve_pool *host_copier(sieve__cuda_ctx *c) {
         const char *e = getenv("SIEVE_CUDA_HOSTCOPY");
         c->copier_state = -1;
         if (!(e && !strcmp(e, "0"))) {
-            if (sieve_pool_create(copy_threads(), HC_SPIN_US, &c->copier) == 0)
+            if (sieve_pool_create(stream_threads(), HC_SPIN_US, &c->copier) == 0)
                 c->copier_state = 1;
         }
     }
@@ -1543,7 +1570,7 @@ int upload_queries(Search &S, const float *queries) {
     if (!host_pinned(queries, qb)) {
         int rc = ensure_pinned(S.c, qb);
         if (rc) return rc;
-        sieve_pool_memcpy(host_copier(S.c), S.c->pinned, queries, qb);
+        sieve_pool_memcpy(host_copier(S.c), copy_threads(), S.c->pinned, queries, qb);
         src = S.c->pinned;
     }
     SIEVE_CUDA_TRY(cudaMemcpyAsync(S.at<float>(S.L.qf32), src, qb, cudaMemcpyHostToDevice, S.s));
@@ -1554,12 +1581,38 @@ int upload_queries(Search &S, const float *queries) {
  * page-locked, otherwise through the pinned staging buffer.
  * Large results go in chunks: each chunk's copy to pinned memory is queued with an event,
  * and the context's host threads (host_copier; copy_threads() threads started per call
- * without them) move landed chunks to the caller's arrays while later chunks are still
- * crossing the bus (on the H200 machine 100 MiB crosses the bus in 1.9 ms; on the host one
- * thread moves it in 17-18 ms, 8 threads started for the copy in 1.65-1.75 ms, 8 kept ones
- * in 1.3 ms: bench/results/h200-v27-runs/probe.txt). */
+ * without them) move landed chunks to the caller's arrays with streaming stores while later
+ * chunks are still crossing the bus (on the H200 machine 100 MiB crosses the bus in 1.9
+ * ms: bench/results/h200-v27-runs/probe.txt). The host side is the slower: 201 MB of
+ * results (1M rows, B = 1024, k = 16384) took 6.8-7.9 ms with 8 threads and memcpy, 27
+ * GB/s; with the rows as 32-bit values on the bus (narrow_download), streaming stores and
+ * 15-16 threads 3.1-3.5 ms (bench/RESULTS.md, "The pageable download"). Chunks of 2 or 4
+ * MiB were slower than 1 MiB; 512 KiB no faster. */
 constexpr size_t DL_CHUNK = 1u << 20;
 constexpr size_t DL_PIPELINE_MIN = 2u << 20;
+/* From this many bytes of results (at 12 bytes a result) the pipelined download moves the
+ * rows as 32-bit values and writes the caller's arrays with streaming stores: on the H200
+ * machine both gained from 25 MB on (1M rows B = 128 k = 16384: 2.03 -> 1.89-1.91 ms; B =
+ * 1024 k = 16384: 16.2-16.4 -> 12.2 ms), and cost 0.05-0.1 ms at 6 MB (8,841,823 rows
+ * B = 64 k = 8192: the last chunk's streaming copy is slower than memcpy into a destination
+ * that stays in the cache); 12.6 MB moved neither way (bench/RESULTS.md, "The pageable
+ * download"). */
+constexpr size_t DL_STREAM_MIN = 16u << 20;
+
+/* Whether the pipelined download moves the rows as 32-bit values (from DL_STREAM_MIN bytes
+ * of results): narrow_rows_kernel writes them into the candidate buffer (Layout::rows32,
+ * dead once the select has run) and the host threads widen each chunk as they move it, so
+ * a result crosses the bus, and is read from the staging buffer, in 8 bytes instead of 12.
+ * With 8 threads and memcpy it gained nothing measurable (201 MB: 6.8-7.9 -> 6.9-7.1 ms);
+ * with streaming stores and 15 threads it is a third of the gain. Needs rows below 2^31
+ * and the search's layout (not the materialized oracle's); SIEVE_CUDA_NARROW=0 turns it
+ * off (A/B runs, a GPU test comparing both). */
+bool narrow_download(const Search &S) {
+    if (!S.L.rows32 || S.m->n_rows > (uint64_t)INT32_MAX) return false;
+    if ((size_t)S.pl.nq * S.pl.k * 12 < DL_STREAM_MIN) return false;
+    const char *e = getenv("SIEVE_CUDA_NARROW");
+    return !(e && !strcmp(e, "0"));
+}
 
 enum class Dl { DIRECT, STAGED, PIPELINED };
 
@@ -1604,8 +1657,8 @@ void download_unstage(const Search &S, int64_t *out_rows, float *out_scores,
     const size_t nr = (size_t)S.pl.nq * S.pl.k;
     const unsigned char *h = (const unsigned char *)S.c->pinned;
     sieve_pool *hc = host_copier(S.c);
-    sieve_pool_memcpy(hc, out_rows, h, nr * 8);
-    sieve_pool_memcpy(hc, out_scores, h + nr * 8, nr * 4);
+    sieve_pool_memcpy(hc, copy_threads(), out_rows, h, nr * 8);
+    sieve_pool_memcpy(hc, copy_threads(), out_scores, h + nr * 8, nr * 4);
     if (out_counts) memcpy(out_counts, h + nr * 12, S.pl.nq * 4);
 }
 
@@ -1624,20 +1677,33 @@ int download_results(Search &S, int64_t *out_rows, float *out_scores, uint32_t *
     unsigned char *h = (unsigned char *)S.c->pinned;
     SIEVE_CUDA_TRY(cudaMemcpyAsync(h + nr * 12, S.at<uint32_t>(S.L.outcounts), pl.nq * 4,
                                    cudaMemcpyDeviceToHost, S.s));
+    const bool narrow = narrow_download(S);
+    const size_t rb = narrow ? 4 : 8; /* bytes of a row on the bus */
+    if (narrow) {
+        const size_t blocks = (nr + 255) / 256;
+        narrow_rows_kernel<<<(unsigned)(blocks < 4096 ? blocks : 4096), 256, 0, S.s>>>(
+            S.at<int64_t>(S.L.outrows), S.at<int32_t>(S.L.rows32), nr);
+        SIEVE_CUDA_LAUNCH_CHECK();
+    }
     struct Chunk {
         const unsigned char *dev;
         unsigned char *pin, *dst;
         size_t len;
+        bool widen; /* 32-bit rows in pinned memory, 64-bit in the caller's array */
         cudaEvent_t ev;
     };
     std::vector<Chunk> ch;
-    auto plan = [&](const void *dev, unsigned char *pin, void *dst, size_t len) {
+    auto plan = [&](const void *dev, unsigned char *pin, void *dst, size_t len, bool widen) {
         for (size_t o = 0; o < len; o += DL_CHUNK)
-            ch.push_back({(const unsigned char *)dev + o, pin + o, (unsigned char *)dst + o,
-                          len - o < DL_CHUNK ? len - o : DL_CHUNK, nullptr});
+            ch.push_back({(const unsigned char *)dev + o, pin + o,
+                          (unsigned char *)dst + (widen ? 2 * o : o),
+                          len - o < DL_CHUNK ? len - o : DL_CHUNK, widen, nullptr});
     };
-    plan(S.at<int64_t>(S.L.outrows), h, out_rows, nr * 8);
-    plan(S.at<float>(S.L.outscores), h + nr * 8, out_scores, nr * 4);
+    if (narrow)
+        plan(S.at<int32_t>(S.L.rows32), h, out_rows, nr * 4, true);
+    else
+        plan(S.at<int64_t>(S.L.outrows), h, out_rows, nr * 8, false);
+    plan(S.at<float>(S.L.outscores), h + nr * rb, out_scores, nr * 4, false);
     cudaError_t err = cudaSuccess;
     for (size_t i = 0; i < ch.size() && err == cudaSuccess; i++) {
         Chunk &c = ch[i];
@@ -1653,7 +1719,8 @@ int download_results(Search &S, int64_t *out_rows, float *out_scores, uint32_t *
         struct Job {
             const std::vector<Chunk> *ch;
             std::atomic<int> failed;
-        } job{&ch, {0}};
+            bool stream; /* streaming stores */
+        } job{&ch, {0}, nr * 12 >= DL_STREAM_MIN};
         /* one chunk: wait until it has landed, move it to the caller's array */
         auto move_chunk = [](void *ctx, size_t i) {
             Job &j = *(Job *)ctx;
@@ -1663,11 +1730,17 @@ int download_results(Search &S, int64_t *out_rows, float *out_scores, uint32_t *
                 j.failed.store(1);
                 return;
             }
-            memcpy(c.dst, c.pin, c.len);
+            if (c.widen)
+                sieve_widen_i32_stream((int64_t *)c.dst, (const int32_t *)c.pin, c.len / 4);
+            else if (j.stream)
+                sieve_copy_stream(c.dst, c.pin, c.len);
+            else
+                memcpy(c.dst, c.pin, c.len);
         };
         if (sieve_pool *hc = host_copier(S.c)) {
             /* chunks claimed in order by this thread and the copy threads as they wake */
-            sieve_pool_for(hc, ch.size(), move_chunk, &job);
+            sieve_pool_for_at_most(hc, job.stream ? stream_threads() : copy_threads(),
+                                   ch.size(), move_chunk, &job);
         } else { /* SIEVE_CUDA_HOSTCOPY=0: threads started for this call, thread t moving
                     chunks t, t + nt, ... */
             unsigned nt = copy_threads();

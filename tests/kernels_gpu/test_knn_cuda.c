@@ -884,10 +884,12 @@ Test(knn_cuda, float32_keys_do_not_depend_on_the_loop, .timeout = 600) {
 
 /* Result arrays in page-locked memory are written by the copy engine directly; they must
  * hold exactly what pageable arrays get through the staging buffer: small results (one
- * staged copy), large ones (the chunked pipeline), and padding when fewer than k rows are
- * eligible. A page-locked array with a pageable partner takes the staged path. Page-locked
- * queries (read by the copy engine directly) give the same answers as pageable ones, and
- * the pageable paths give the same with and without the context's kept copy threads. */
+ * staged copy), large ones (the chunked pipeline, rows on the bus as 32-bit values), and
+ * padding when fewer than k rows are eligible, staged and pipelined. A page-locked array
+ * with a pageable partner takes the staged path. Page-locked queries (read by the copy
+ * engine directly) give the same answers as pageable ones, and the pageable paths give the
+ * same with and without the context's kept copy threads and with 64-bit rows on the bus
+ * (SIEVE_CUDA_NARROW=0). */
 Test(knn_cuda, pinned_results_match_pageable, .timeout = 600) {
     SKIP_WITHOUT_GPU();
     sieve_device *gpu = NULL, *gpu_plain = NULL, *cpu = NULL;
@@ -897,11 +899,13 @@ Test(knn_cuda, pinned_results_match_pageable, .timeout = 600) {
     const uint64_t n = 100003;
     const uint32_t dim = 256;
     sieve_dev_matrix *dm = normal_matrix(gpu, SIEVE_DTYPE_F16, n, dim, 1024, 9);
-    /* shapes: 60 results (one copy), 1.6M results (19 MB, chunked), and k above the
-       eligible rows of a 1500-row prefix (about 1030; padding) */
+    /* shapes: 60 results (one copy), 1.6M results (19 MB, chunked, 32-bit rows on the bus),
+       and k above the eligible rows of a 1500-row prefix (about 1030; padding): staged,
+       chunked (7 MB) and chunked with 32-bit rows (24 MB) */
     const struct { uint32_t B, k; uint64_t rows; int masks; } sh[] = {
-        {3, 20, n, 0}, {200, 8192, n, 0}, {5, 2000, 1500, 1}};
-    for (int si = 0; si < 3; si++) {
+        {3, 20, n, 0}, {200, 8192, n, 0}, {5, 2000, 1500, 1}, {300, 2000, 1500, 1},
+        {1000, 2000, 1500, 1}};
+    for (int si = 0; si < 5; si++) {
         uint32_t B = sh[si].B, k = sh[si].k;
         uint64_t *del = NULL, *allow = NULL;
         if (sh[si].masks) {
@@ -939,6 +943,16 @@ Test(knn_cuda, pinned_results_match_pageable, .timeout = 600) {
             cr_assert_eq(memcmp(c0, cnt, B * 4), 0, "copies on one thread B=%u k=%u: counts", B, k);
             cr_assert_eq(memcmp(r0, rows, nr * 8), 0, "copies on one thread B=%u k=%u: rows", B, k);
             cr_assert_eq(memcmp(s0, sc, nr * 4), 0, "copies on one thread B=%u k=%u: scores", B, k);
+            /* and with the rows on the bus as 64-bit values (read per call) */
+            memset(r0, 0x5a, nr * 8);
+            memset(s0, 0x5a, nr * 4);
+            cr_assert_eq(setenv("SIEVE_CUDA_NARROW", "0", 1), 0);
+            rc = sieve_knn(gpu, m, q, B, &p, NULL, 0, r0, s0, c0, NULL, NULL);
+            cr_assert_eq(unsetenv("SIEVE_CUDA_NARROW"), 0);
+            cr_assert_eq(rc, 0, "64-bit rows B=%u k=%u: %s", B, k, sieve_strerror(rc));
+            cr_assert_eq(memcmp(c0, cnt, B * 4), 0, "64-bit rows B=%u k=%u: counts", B, k);
+            cr_assert_eq(memcmp(r0, rows, nr * 8), 0, "64-bit rows B=%u k=%u: rows", B, k);
+            cr_assert_eq(memcmp(s0, sc, nr * 4), 0, "64-bit rows B=%u k=%u: scores", B, k);
             free(r0);
             free(s0);
             free(c0);
@@ -965,6 +979,8 @@ Test(knn_cuda, pinned_results_match_pageable, .timeout = 600) {
             if (sh[si].masks) {
                 cr_assert_lt(pcnt[0], k, "the padding case must pad");
                 cr_assert(prows[k - 1] == -1 && isnan(psc[k - 1]), "padding in pinned arrays");
+                cr_assert(rows[(size_t)B * k - 1] == -1 && isnan(sc[(size_t)B * k - 1]),
+                          "padding in pageable arrays");
             }
         }
         sieve_host_free_pinned(gpu, pq);
