@@ -272,8 +272,10 @@ typedef struct sieve_search_params {
     uint64_t seed;             /* picks the sample's random offset; any value is exact */
     uint32_t flags;
     /* Test and tuning hooks; 0 means "choose". Never change the answer. */
-    uint32_t sample_rows;      /* rows in the strided sample (<= N; default max(16384, 8k),
-                                  on the CUDA backend 4k from k = 8192 on when 2 x 8k < N) */
+    uint32_t sample_rows;      /* rows in the strided sample (<= N; default max(16384, 8k);
+                                  on the CUDA backend, when 2 x 8k < N, 4k from k = 8192 on
+                                  and at most the power of two at or above 64 N / k, at
+                                  least 16384) */
     uint32_t candidate_capacity; /* per-query candidate buffer (default from k); on the CPU
                                     each worker thread has one of this size per query */
     int force_boundary;        /* nonzero: use forced_boundary as the proposed boundary */

@@ -1120,19 +1120,30 @@ struct Layout {
 };
 
 /* The sample: p->sample_rows, else max(16384, 8k) rows, and 4k from k = 8192 on where the
- * fused path runs either way (2 x 8k < n). The sample scan writes B x S keys and the propose
- * step selects over them, so at large k a smaller sample costs less than the candidates it
- * adds (4-10% more at 5M rows: the boundary's margin over k grows as the sample
- * shrinks). Measured on the H200, whole calls against 8k alternating (bench/RESULTS.md,
- * "A smaller sample at large k"): 1M rows 3-7% faster at k = 8192 and 16384 (B = 16: 0-2%);
- * 5M rows 1-3% faster at k = 16384, within 1% at k = 8192 but for B = 16 (1-1.5% slower);
- * 8,841,823 rows 0.6-2% faster. At k = 4096 a sample of 4k (16384 rows) was 9% slower at
- * B = 1024 (more candidates where each costs most), so smaller k keep 8k. */
+ * fused path runs either way (2 x 8k < n); where the fused path runs, also at most the
+ * power of two at or above 64 n / k (never under 16384), i.e. a sample expecting about 64
+ * of its rows above the k-th row (r = k S / n). The sample scan writes B x S keys and the
+ * propose step selects over them, so once r is large a smaller sample costs less than the
+ * candidates its looser boundary adds; where r is small the candidates dominate (at 5M
+ * rows k = 4096, B = 1024, a sample of 16384 rows, r = 13, was 9% slower than 8k).
+ * Measured on the H200, whole calls alternating (bench/RESULTS.md, "A smaller sample at
+ * large k" and "The pageable download on the host's threads; the sample by its count above
+ * the k-th row"): 4k against 8k, 1M rows 3-7% faster at k = 8192 and 16384, 5M 1-3% at
+ * k = 16384, within 1% at k = 8192 (B = 16 1-1.5% slower), 8,841,823 rows 0.6-2%; the
+ * bound by r (16384 rows at 1M k = 4096-16384, 32768 at 5M k = 16384) against the rule
+ * before: 1M rows 2-7% faster up to B = 128 and 0.3-4% at B = 1024 but B = 128 k = 4096
+ * (1.5% slower), 5M 0-3%. The direct path's choice (2 S >= n under 8k) is unchanged. */
 uint32_t sample_rows(const sieve_search_params *p, uint64_t n) {
     uint64_t s = p->sample_rows;
     if (!s) {
         const uint64_t k = p->k, s8 = k * 8 > 16384 ? k * 8 : 16384;
-        s = k >= 8192 && 2 * s8 < n ? k * 4 : s8;
+        s = s8;
+        if (2 * s8 < n) {
+            if (k >= 8192) s = k * 4;
+            uint64_t cap = 16384;
+            while (cap < s && cap * k < 64 * n) cap *= 2; /* 64 n / k, up to s */
+            if (cap < s) s = cap;
+        }
     }
     return (uint32_t)(s > n ? n : s);
 }

@@ -478,9 +478,10 @@ static void assert_equals_full_sort(sieve_device *gpu, const sieve_matrix *m, co
     free(mcnt);
 }
 
-/* The default sample (sieve_kernels.h, sample_rows): max(16384, 8k) rows, and 4k from
- * k = 8192 on when 2 x 8k < N; a collection small enough for the direct path under 8k keeps
- * it (no sample). Every search equals the full sort whatever the sample. */
+/* The default sample (sieve_kernels.h, sample_rows): max(16384, 8k) rows; when 2 x 8k < N,
+ * 4k from k = 8192 on and at most the power of two at or above 64 N / k (at least 16384);
+ * a collection small enough for the direct path under 8k keeps it (no sample). Every
+ * search equals the full sort whatever the sample. */
 Test(knn_cuda, default_sample_size_by_k_and_rows, .timeout = 600) {
     SKIP_WITHOUT_GPU();
     sieve_device *gpu = NULL, *cpu = NULL;
@@ -492,13 +493,17 @@ Test(knn_cuda, default_sample_size_by_k_and_rows, .timeout = 600) {
         uint32_t k;
         uint64_t sample; /* rows a query, 0: the direct path */
     } cs[] = {
-        {300007, 128, 16384},  /* the minimum */
-        {300007, 4096, 32768}, /* 8k */
-        {300007, 8191, 65528}, /* 8k, just below the change */
-        {300007, 8192, 32768}, /* 4k: 2 x 8k = 131072 < N */
-        {300007, 16384, 65536},
-        {131073, 8192, 32768}, /* 2 x 8k = 131072 < N by one row */
-        {131072, 8192, 0},     /* 2 x 8k = N: the direct path, as before */
+        {300007, 128, 16384},    /* the minimum */
+        {300007, 2048, 16384},   /* 8k */
+        {300007, 4096, 16384},   /* 8k = 32768 over 64 N / k = 4688: the minimum */
+        {300007, 8191, 16384},   /* 8k, bounded likewise */
+        {300007, 16384, 16384},  /* 4k = 65536, bounded likewise */
+        {1100009, 4096, 32768},  /* 8k: 64 N / k = 17188 rounds up to 32768 */
+        {1100009, 8192, 16384},  /* 4k = 32768, 64 N / k = 8594: 16384 */
+        {1048576, 4096, 16384},  /* 64 N / k = 16384 exactly */
+        {1048577, 4096, 32768},  /* one row more: 32768 */
+        {131073, 8192, 16384},   /* 2 x 8k = 131072 < N by one row: fused, bounded */
+        {131072, 8192, 0},       /* 2 x 8k = N: the direct path, as before */
     };
     for (size_t ci = 0; ci < sizeof cs / sizeof *cs; ci++) {
         sieve_dev_matrix *dm = normal_matrix(gpu, SIEVE_DTYPE_F16, cs[ci].n, 64, 256, 61 + ci);
