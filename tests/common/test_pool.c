@@ -6,6 +6,7 @@
 #include <criterion/criterion.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -189,6 +190,18 @@ Test(pool, at_most_limits_the_threads) {
     }
 }
 
+/* dst + doff holds the n bytes of src + soff, and the guard bytes around them (0xA5) are
+ * untouched: the doff bytes before and up to `after` past the end (within maxn). */
+static void assert_copied(const unsigned char *dst, const unsigned char *src, size_t maxn,
+                          size_t doff, size_t soff, size_t n, size_t after, const char *what) {
+    cr_assert_eq(memcmp(dst + doff, src + soff, n), 0,
+                 "%s: %zu bytes (target +%zu, source +%zu) differ", what, n, doff, soff);
+    for (size_t i = 0; i < doff; i++) cr_assert_eq(dst[i], 0xA5, "%s: before the start", what);
+    for (size_t i = doff + n; i < doff + n + after && i < maxn; i++)
+        cr_assert_eq(dst[i], 0xA5, "%s: %zu bytes: byte %zu past the end written", what, n,
+                     i - doff - n);
+}
+
 Test(pool, memcpy_equals_memcpy) {
     const size_t P = SIEVE_POOL_PIECE;
     const size_t sizes[] = {0, 1, 63, 2 * P, 2 * P + 1, 3 * P - 1, 3 * P, 1000003, 5u << 20};
@@ -208,12 +221,9 @@ Test(pool, memcpy_equals_memcpy) {
                 const size_t n = sizes[s];
                 memset(dst, 0xA5, maxn);
                 sieve_pool_memcpy(p, workers, dst + off, src + off, n);
-                cr_assert_eq(memcmp(dst + off, src + off, n), 0,
-                             "%u threads, %zu bytes at offset %zu differ", workers, n, off);
-                for (size_t i = 0; i < off; i++) cr_assert_eq(dst[i], 0xA5);
-                for (size_t i = off + n; i < off + n + 64 && i < maxn; i++)
-                    cr_assert_eq(dst[i], 0xA5, "%zu bytes: byte %zu past the end written", n,
-                                 i - off - n);
+                char what[32];
+                snprintf(what, sizeof what, "%u threads", workers);
+                assert_copied(dst, src, maxn, off, off, n, 64, what);
             }
         sieve_pool_destroy(p);
     }
@@ -242,12 +252,7 @@ Test(pool, copy_stream_equals_memcpy) {
                 const size_t n = sizes[s];
                 memset(dst, 0xA5, maxn);
                 sieve_copy_stream(dst + doff, src + soff, n);
-                cr_assert_eq(memcmp(dst + doff, src + soff, n), 0,
-                             "%zu bytes (target +%zu, source +%zu) differ", n, doff, soff);
-                for (size_t i = 0; i < doff; i++) cr_assert_eq(dst[i], 0xA5);
-                for (size_t i = doff + n; i < doff + n + 32 && i < maxn; i++)
-                    cr_assert_eq(dst[i], 0xA5, "%zu bytes: byte %zu past the end written", n,
-                                 i - doff - n);
+                assert_copied(dst, src, maxn, doff, soff, n, 32, "streaming copy");
             }
     free(src);
     free(dst);

@@ -887,6 +887,32 @@ Test(knn_cuda, float32_keys_do_not_depend_on_the_loop, .timeout = 600) {
     sieve_device_close(cpu);
 }
 
+/* sieve_knn on `dev` into pageable arrays with the environment variable `env` set to 0 gives
+ * rows, scores and counts equal, bit for bit, to rows, sc and cnt. */
+static void same_with_setting(sieve_device *dev, const char *env, const char *what,
+                              const sieve_matrix *m, const float *q, uint32_t B,
+                              const sieve_search_params *p, const int64_t *rows,
+                              const float *sc, const uint32_t *cnt) {
+    const size_t nr = (size_t)B * p->k;
+    int64_t *r0 = malloc(nr * 8);
+    float *s0 = malloc(nr * 4);
+    uint32_t *c0 = malloc(B * 4);
+    cr_assert(r0 && s0 && c0);
+    memset(r0, 0x5a, nr * 8);
+    memset(s0, 0x5a, nr * 4);
+    memset(c0, 0x5a, B * 4);
+    cr_assert_eq(setenv(env, "0", 1), 0);
+    int rc = sieve_knn(dev, m, q, B, p, NULL, 0, r0, s0, c0, NULL, NULL);
+    cr_assert_eq(unsetenv(env), 0);
+    cr_assert_eq(rc, 0, "%s B=%u k=%u: %s", what, B, p->k, sieve_strerror(rc));
+    cr_assert_eq(memcmp(c0, cnt, B * 4), 0, "%s B=%u k=%u: counts", what, B, p->k);
+    cr_assert_eq(memcmp(r0, rows, nr * 8), 0, "%s B=%u k=%u: rows", what, B, p->k);
+    cr_assert_eq(memcmp(s0, sc, nr * 4), 0, "%s B=%u k=%u: scores", what, B, p->k);
+    free(r0);
+    free(s0);
+    free(c0);
+}
+
 /* Result arrays in page-locked memory are written by the copy engine directly; they must
  * hold exactly what pageable arrays get through the staging buffer: small results (one
  * staged copy), large ones (the chunked pipeline, rows on the bus as 32-bit values), and
@@ -932,36 +958,13 @@ Test(knn_cuda, pinned_results_match_pageable, .timeout = 600) {
         cr_assert_eq(sieve_host_alloc_pinned(gpu, B * 4, (void **)&pcnt), 0);
         int rc = sieve_knn(gpu, m, q, B, &p, NULL, 0, rows, sc, cnt, NULL, NULL);
         cr_assert_eq(rc, 0, "pageable B=%u k=%u: %s", B, k, sieve_strerror(rc));
-        {
-            /* the same pageable call on a device whose host copies run on the calling
-               thread, with the chunked download's threads started per call
-               (SIEVE_CUDA_HOSTCOPY=0, read at a device's first staged copy): the same
-               answer as the context's kept copy threads give */
-            int64_t *r0 = malloc(nr * 8);
-            float *s0 = malloc(nr * 4);
-            uint32_t *c0 = malloc(B * 4);
-            cr_assert(r0 && s0 && c0);
-            cr_assert_eq(setenv("SIEVE_CUDA_HOSTCOPY", "0", 1), 0);
-            rc = sieve_knn(gpu_plain, m, q, B, &p, NULL, 0, r0, s0, c0, NULL, NULL);
-            cr_assert_eq(unsetenv("SIEVE_CUDA_HOSTCOPY"), 0);
-            cr_assert_eq(rc, 0, "copies on one thread B=%u k=%u: %s", B, k, sieve_strerror(rc));
-            cr_assert_eq(memcmp(c0, cnt, B * 4), 0, "copies on one thread B=%u k=%u: counts", B, k);
-            cr_assert_eq(memcmp(r0, rows, nr * 8), 0, "copies on one thread B=%u k=%u: rows", B, k);
-            cr_assert_eq(memcmp(s0, sc, nr * 4), 0, "copies on one thread B=%u k=%u: scores", B, k);
-            /* and with the rows on the bus as 64-bit values (read per call) */
-            memset(r0, 0x5a, nr * 8);
-            memset(s0, 0x5a, nr * 4);
-            cr_assert_eq(setenv("SIEVE_CUDA_NARROW", "0", 1), 0);
-            rc = sieve_knn(gpu, m, q, B, &p, NULL, 0, r0, s0, c0, NULL, NULL);
-            cr_assert_eq(unsetenv("SIEVE_CUDA_NARROW"), 0);
-            cr_assert_eq(rc, 0, "64-bit rows B=%u k=%u: %s", B, k, sieve_strerror(rc));
-            cr_assert_eq(memcmp(c0, cnt, B * 4), 0, "64-bit rows B=%u k=%u: counts", B, k);
-            cr_assert_eq(memcmp(r0, rows, nr * 8), 0, "64-bit rows B=%u k=%u: rows", B, k);
-            cr_assert_eq(memcmp(s0, sc, nr * 4), 0, "64-bit rows B=%u k=%u: scores", B, k);
-            free(r0);
-            free(s0);
-            free(c0);
-        }
+        /* the same pageable call on a device whose host copies run on the calling thread,
+           with the chunked download's threads started per call (SIEVE_CUDA_HOSTCOPY=0, read
+           at a device's first staged copy), and with the rows on the bus as 64-bit values
+           (SIEVE_CUDA_NARROW=0, read per call): the same answer as the defaults give */
+        same_with_setting(gpu_plain, "SIEVE_CUDA_HOSTCOPY", "copies on one thread", m, q, B, &p,
+                          rows, sc, cnt);
+        same_with_setting(gpu, "SIEVE_CUDA_NARROW", "64-bit rows", m, q, B, &p, rows, sc, cnt);
         /* into pinned arrays from pageable queries, then from page-locked queries (copied
            from directly): the same answer both times */
         float *pq = NULL;
