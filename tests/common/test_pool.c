@@ -190,6 +190,17 @@ Test(pool, at_most_limits_the_threads) {
     }
 }
 
+/* n pseudo-random bytes (an LCG from seed); the caller frees them. */
+static unsigned char *random_bytes(size_t n, uint32_t seed) {
+    unsigned char *b = malloc(n);
+    cr_assert_not_null(b);
+    for (size_t i = 0; i < n; i++) {
+        seed = seed * 1664525u + 1013904223u;
+        b[i] = (unsigned char)(seed >> 24);
+    }
+    return b;
+}
+
 /* dst + doff holds the n bytes of src + soff, and the guard bytes around them (0xA5) are
  * untouched: the doff bytes before and up to `after` past the end (within maxn). */
 static void assert_copied(const unsigned char *dst, const unsigned char *src, size_t maxn,
@@ -206,13 +217,8 @@ Test(pool, memcpy_equals_memcpy) {
     const size_t P = SIEVE_POOL_PIECE;
     const size_t sizes[] = {0, 1, 63, 2 * P, 2 * P + 1, 3 * P - 1, 3 * P, 1000003, 5u << 20};
     const size_t maxn = (5u << 20) + 64;
-    unsigned char *src = malloc(maxn), *dst = malloc(maxn);
-    cr_assert(src && dst);
-    uint32_t x = 12345;
-    for (size_t i = 0; i < maxn; i++) {
-        x = x * 1664525u + 1013904223u;
-        src[i] = (unsigned char)(x >> 24);
-    }
+    unsigned char *src = random_bytes(maxn, 12345), *dst = malloc(maxn);
+    cr_assert_not_null(dst);
     for (uint32_t workers = 1; workers <= 7; workers += 3) {
         sieve_pool *p = NULL;
         cr_assert_eq(sieve_pool_create(workers, 100, &p), 0);
@@ -239,13 +245,8 @@ Test(pool, memcpy_equals_memcpy) {
 Test(pool, copy_stream_equals_memcpy) {
     const size_t sizes[] = {0, 1, 15, 16, 17, 31, 48, 1000, 65537, (1u << 20) + 5};
     const size_t maxn = (1u << 20) + 64;
-    unsigned char *src = malloc(maxn), *dst = malloc(maxn);
-    cr_assert(src && dst);
-    uint32_t x = 777;
-    for (size_t i = 0; i < maxn; i++) {
-        x = x * 1664525u + 1013904223u;
-        src[i] = (unsigned char)(x >> 24);
-    }
+    unsigned char *src = random_bytes(maxn, 777), *dst = malloc(maxn);
+    cr_assert_not_null(dst);
     for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++)
         for (size_t doff = 0; doff < 16; doff += 5)
             for (size_t soff = 0; soff < 16; soff += 7) {
@@ -263,14 +264,9 @@ Test(pool, copy_stream_equals_memcpy) {
  * written past the end. */
 Test(pool, widen_i32_stream_sign_extends) {
     const size_t maxn = 300007;
-    int32_t *src = malloc(maxn * 4);
+    int32_t *src = (int32_t *)random_bytes(maxn * 4, 4242); /* every sign and magnitude */
     int64_t *buf = malloc((maxn + 8) * 8);
-    cr_assert(src && buf);
-    uint32_t x = 4242;
-    for (size_t i = 0; i < maxn; i++) {
-        x = x * 1664525u + 1013904223u;
-        src[i] = (int32_t)x;
-    }
+    cr_assert_not_null(buf);
     src[0] = -1;
     src[1] = INT32_MAX;
     src[2] = INT32_MIN;
