@@ -1592,8 +1592,8 @@ int upload_queries(Search &S, const float *queries) {
  * page-locked, otherwise through the pinned staging buffer.
  * Large results go in chunks: each chunk's copy to pinned memory is queued with an event,
  * and the context's host threads (host_copier; copy_threads() threads started per call
- * without them) move landed chunks to the caller's arrays with streaming stores while later
- * chunks are still crossing the bus (on the H200 machine 100 MiB crosses the bus in 1.9
+ * without them) move landed chunks to the caller's arrays (from DL_STREAM_MIN bytes with
+ * streaming stores) while later chunks are still crossing the bus (on the H200 machine 100 MiB crosses the bus in 1.9
  * ms: bench/results/h200-v27-runs/probe.txt). The host side is the slower: 201 MB of
  * results (1M rows, B = 1024, k = 16384) took 6.8-7.9 ms with 8 threads and memcpy, 27
  * GB/s; with the rows as 32-bit values on the bus (narrow_download), streaming stores and
@@ -1610,8 +1610,8 @@ constexpr size_t DL_PIPELINE_MIN = 2u << 20;
  * download"). */
 constexpr size_t DL_STREAM_MIN = 16u << 20;
 
-/* Whether the pipelined download moves the rows as 32-bit values (from DL_STREAM_MIN bytes
- * of results): narrow_rows_kernel writes them into the candidate buffer (Layout::rows32,
+/* Whether a streamed download (DL_STREAM_MIN) moves the rows as 32-bit values:
+ * narrow_rows_kernel writes them into the candidate buffer (Layout::rows32,
  * dead once the select has run) and the host threads widen each chunk as they move it, so
  * a result crosses the bus, and is read from the staging buffer, in 8 bytes instead of 12.
  * With 8 threads and memcpy it gained nothing measurable (201 MB: 6.8-7.9 -> 6.9-7.1 ms);
@@ -1620,7 +1620,6 @@ constexpr size_t DL_STREAM_MIN = 16u << 20;
  * off (A/B runs, a GPU test comparing both). */
 bool narrow_download(const Search &S) {
     if (!S.L.rows32 || S.m->n_rows > (uint64_t)INT32_MAX) return false;
-    if ((size_t)S.pl.nq * S.pl.k * 12 < DL_STREAM_MIN) return false;
     const char *e = getenv("SIEVE_CUDA_NARROW");
     return !(e && !strcmp(e, "0"));
 }
@@ -1688,7 +1687,8 @@ int download_results(Search &S, int64_t *out_rows, float *out_scores, uint32_t *
     unsigned char *h = (unsigned char *)S.c->pinned;
     SIEVE_CUDA_TRY(cudaMemcpyAsync(h + nr * 12, S.at<uint32_t>(S.L.outcounts), pl.nq * 4,
                                    cudaMemcpyDeviceToHost, S.s));
-    const bool narrow = narrow_download(S);
+    const bool stream = nr * 12 >= DL_STREAM_MIN; /* streaming stores, more threads */
+    const bool narrow = stream && narrow_download(S);
     const size_t rb = narrow ? 4 : 8; /* bytes of a row on the bus */
     if (narrow) {
         const size_t blocks = (nr + 255) / 256;
@@ -1731,7 +1731,7 @@ int download_results(Search &S, int64_t *out_rows, float *out_scores, uint32_t *
             const std::vector<Chunk> *ch;
             std::atomic<int> failed;
             bool stream; /* streaming stores */
-        } job{&ch, {0}, nr * 12 >= DL_STREAM_MIN};
+        } job{&ch, {0}, stream};
         /* one chunk: wait until it has landed, move it to the caller's array */
         auto move_chunk = [](void *ctx, size_t i) {
             Job &j = *(Job *)ctx;
