@@ -174,11 +174,13 @@ void sieve_pool_for_at_most(sieve_pool *p, uint32_t threads, size_t n_items,
     atomic_fetch_add_explicit(&p->gen, 1, memory_order_acq_rel);
     const uint32_t sleepers = p->sleepers;
     pthread_mutex_unlock(&p->mu);
-    /* wake no more sleeping threads than may join and have an item besides the caller's
-       first: a thread woken for nothing costs a wake-up and then polls for spin_us beside
-       the caller */
-    size_t want = n_items - 1 < threads - 1 ? n_items - 1 : threads - 1;
-    if (sleepers && want >= sleepers)
+    /* A loop on every thread wakes the sleepers with one broadcast (one call on the
+       caller's path; threads that wake after the last item was claimed go back to sleep).
+       Under a limit, no more sleepers are woken than may join and have an item besides the
+       caller's first: a thread woken for nothing costs a wake-up and then polls for spin_us
+       beside the caller. */
+    const size_t want = n_items - 1 < threads - 1 ? n_items - 1 : threads - 1;
+    if (sleepers && (threads >= p->workers || want >= sleepers))
         pthread_cond_broadcast(&p->wake);
     else
         for (size_t i = 0; sleepers && i < want; i++) pthread_cond_signal(&p->wake);

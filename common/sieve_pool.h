@@ -41,15 +41,15 @@ uint32_t sieve_pool_workers(const sieve_pool *p);
  * returned (their writes visible to the caller). Items are claimed in ascending order, one
  * at a time, by the calling thread and by every pool thread that wakes while items are
  * left, so a loop never waits for a thread to wake: a thread that wakes after the last
- * item was claimed does not join. Of the sleeping threads at most n_items - 1 are woken
- * (polling ones join as they see the loop). p NULL: every item on the calling thread.
+ * item was claimed does not join. Sleeping threads are woken with one broadcast (polling
+ * ones join as they see the loop). p NULL: every item on the calling thread.
  * One loop at a time per pool: fn must not start a loop on the same pool. */
 void sieve_pool_for(sieve_pool *p, size_t n_items, sieve_pool_item_fn fn, void *ctx);
 
 /* sieve_pool_for with at most `threads` threads running items (the caller included; 0 or
- * 1: the calling thread alone). For loops that lose from more threads than they gain
- * (on the H200 machine, downloads of 6-25 MB were 3-10% slower on 15 copy threads than
- * on 8, and 201 MB about 2x faster). */
+ * 1: the calling thread alone; sieve_pool_workers(p) or more: sieve_pool_for). Under a
+ * limit, of the sleeping threads at most min(threads, n_items) - 1 are woken, one signal
+ * each. For loops that lose from more threads than they gain. */
 void sieve_pool_for_at_most(sieve_pool *p, uint32_t threads, size_t n_items,
                             sieve_pool_item_fn fn, void *ctx);
 

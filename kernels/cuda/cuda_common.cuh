@@ -20,10 +20,12 @@ struct sieve__cuda_ctx {
     void *pinned;
     size_t pinned_bytes;
     /* host threads for copies between pageable arrays and `pinned` (knn.cu, host_copier):
-     * started at the first such copy, stopped at close; copier_state 0 not yet started,
-     * 1 running, -1 off (SIEVE_CUDA_HOSTCOPY=0, or the pool could not be created) */
-    sieve_pool *copier;
-    int copier_state;
+     * `copier` for every copy but the streamed downloads, `streamer` (more threads) for
+     * those; each started at the first copy that needs it, stopped at close; state 0 not
+     * yet started, 1 running, -1 off (SIEVE_CUDA_HOSTCOPY=0, or the pool could not be
+     * created) */
+    sieve_pool *copier, *streamer;
+    int copier_state, streamer_state;
     /* the driver's cuTensorMapEncodeTiled (found through the runtime at open; NULL where the
      * driver lacks it: the scan then uses no tensor-memory-access loads) */
     void *encode_tiled;

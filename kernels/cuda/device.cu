@@ -50,6 +50,7 @@ extern "C" void sieve__cuda_close(void *ctx) {
     cudaSetDevice(c->ordinal);
     sieve__cuda_release_workspace(c);
     sieve_pool_destroy(c->copier);
+    sieve_pool_destroy(c->streamer);
     cudaStreamDestroy(c->stream);
     free(c);
 }

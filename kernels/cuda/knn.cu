@@ -1516,23 +1516,23 @@ bool host_pinned(const void *p, size_t len) {
 }
 
 /* Host threads for the copies between the caller's pageable arrays and the pinned staging
- * buffer: kept by the context (started at the first copy that needs them, so a caller whose
- * arrays are page-locked, like the server's batcher, never starts them): stream_threads()
- * of them, of which a copy uses copy_threads() but for the streamed downloads. On the H200
- * machine's host (16 threads; bench/results/h200-v27-runs/probe.txt) one thread copies 3 MiB
- * in 0.28 ms and 100 MiB in 17-18 ms; 4 kept threads 3 MiB in 0.04 ms, 8 kept threads 100
- * MiB in 1.3 ms (source and destination in the cache; the downloads, which are not,
- * reached 27 GB/s on 8 threads: stream_threads()); threads
- * started for the copy cost about 40 us each (3 MiB over 8 started threads: 0.22 ms).
- * The copies are loops over pieces that the calling thread starts on at once and the
- * pool's threads join as they wake (sieve_pool_for); copies of up to two pieces (512 KiB)
- * stay on the calling thread. A first version that split even 0.2-0.4 MB copies over every
- * thread and waited for each to take its share was 0.11-0.15 ms slower at 5M rows
- * B = 64 k = 128 (call 3 of bench/results/h200-v27-runs); this one gains 6-14% on large
- * pageable results and is unchanged elsewhere (call 4; bench/RESULTS.md, "Host copy
- * threads"). Returns NULL (copies on the calling thread; the pipelined download then
- * starts its threads per call, the behaviour before the pool) when SIEVE_CUDA_HOSTCOPY=0
- * (A/B runs) or the pool cannot be created. */
+ * buffer, kept by the context and started at the first copy that needs them (a caller whose
+ * arrays are page-locked, like the server's batcher, never starts them): copy_threads() of
+ * them for every copy (host_copier) but the streamed downloads, which have a pool of
+ * stream_threads() of their own (host_streamer). On the H200 machine's host (16 threads;
+ * bench/results/h200-v27-runs/probe.txt) one thread copies 3 MiB in 0.28 ms and 100 MiB in
+ * 17-18 ms; 4 kept threads 3 MiB in 0.04 ms, 8 kept threads 100 MiB in 1.3 ms (source and
+ * destination in the cache; the downloads, which are not, reached 27 GB/s on 8 threads:
+ * stream_threads()); threads started for the copy cost about 40 us each (3 MiB over 8
+ * started threads: 0.22 ms). The copies are loops over pieces that the calling thread
+ * starts on at once and the pool's threads join as they wake (sieve_pool_for); copies of
+ * up to two pieces (512 KiB) stay on the calling thread. A first version that split even
+ * 0.2-0.4 MB copies over every thread and waited for each to take its share was 0.11-0.15
+ * ms slower at 5M rows B = 64 k = 128 (call 3 of bench/results/h200-v27-runs); this one
+ * gains 6-14% on large pageable results and is unchanged elsewhere (call 4; bench/RESULTS.md,
+ * "Host copy threads"). Both return NULL (copies on the calling thread; the pipelined
+ * download then starts its threads per call, the behaviour before the pool) when
+ * SIEVE_CUDA_HOSTCOPY=0 (A/B runs) or the pool cannot be created. */
 constexpr unsigned HC_THREADS = 8, HC_STREAM_THREADS = 16;
 constexpr uint32_t HC_SPIN_US = 50; /* an idle worker polls this long before it sleeps */
 
@@ -1544,14 +1544,13 @@ unsigned copy_threads() {
     return nt ? nt : 1;
 }
 
-/* Threads a streamed download uses (DL_STREAM_MIN), and the pool's size: HC_STREAM_THREADS,
- * at most one fewer than the hardware threads, at least copy_threads();
- * SIEVE_CUDA_COPY_THREADS sets it (A/B runs). A large pipelined download is bound by the
- * host's copies, not the bus: on the H200 machine (16 hardware threads) 201 MB of results
- * took 6.8-7.9 ms with 8 threads and memcpy (27 GB/s against the bus's 54), 3.1-3.5 ms
- * with 15 or 16, streaming stores and 32-bit rows, 4.8-5.5 with 8 of those; but downloads
- * of 6-25 MB were 3-10% slower with 15 threads than with 8 (bench/RESULTS.md, "The pageable
- * download"), hence the two counts. */
+/* Threads a streamed download uses (DL_STREAM_MIN): HC_STREAM_THREADS, at most one fewer
+ * than the hardware threads, at least copy_threads(); SIEVE_CUDA_COPY_THREADS sets it (A/B
+ * runs). A large pipelined download is bound by the host's copies, not the bus: on the
+ * H200 machine (16 hardware threads) 201 MB of results took 6.8-7.9 ms with 8 threads and
+ * memcpy (27 GB/s against the bus's 54), 3.1-3.5 ms with 15 or 16, streaming stores and
+ * 32-bit rows, 4.8-5.5 with 8 of those; but downloads of 6-25 MB were 3-10% slower with 15
+ * threads than with 8 (bench/RESULTS.md, "The pageable download"), hence two pools. */
 unsigned stream_threads() {
     if (const char *e = getenv("SIEVE_CUDA_COPY_THREADS"))
         if (atoi(e) > 0 && atoi(e) <= 256) return (unsigned)atoi(e);
@@ -1560,16 +1559,24 @@ unsigned stream_threads() {
     return nt > small ? nt : small;
 }
 
-sieve_pool *host_copier(sieve__cuda_ctx *c) {
-    if (c->copier_state == 0) {
+/* The pool in *pool (state in *state, see sieve__cuda_ctx), started with `threads`
+ * threads at the first call. */
+sieve_pool *kept_pool(sieve_pool **pool, int *state, unsigned threads) {
+    if (*state == 0) {
         const char *e = getenv("SIEVE_CUDA_HOSTCOPY");
-        c->copier_state = -1;
-        if (!(e && !strcmp(e, "0"))) {
-            if (sieve_pool_create(stream_threads(), HC_SPIN_US, &c->copier) == 0)
-                c->copier_state = 1;
-        }
+        *state = -1;
+        if (!(e && !strcmp(e, "0")) && sieve_pool_create(threads, HC_SPIN_US, pool) == 0)
+            *state = 1;
     }
-    return c->copier_state == 1 ? c->copier : nullptr;
+    return *state == 1 ? *pool : nullptr;
+}
+
+sieve_pool *host_copier(sieve__cuda_ctx *c) {
+    return kept_pool(&c->copier, &c->copier_state, copy_threads());
+}
+
+sieve_pool *host_streamer(sieve__cuda_ctx *c) {
+    return kept_pool(&c->streamer, &c->streamer_state, stream_threads());
 }
 
 /* Host -> device copy of the queries: straight from the caller's array when it is
@@ -1581,7 +1588,8 @@ int upload_queries(Search &S, const float *queries) {
     if (!host_pinned(queries, qb)) {
         int rc = ensure_pinned(S.c, qb);
         if (rc) return rc;
-        sieve_pool_memcpy(host_copier(S.c), copy_threads(), S.c->pinned, queries, qb);
+        sieve_pool *hc = host_copier(S.c);
+        sieve_pool_memcpy(hc, sieve_pool_workers(hc), S.c->pinned, queries, qb);
         src = S.c->pinned;
     }
     SIEVE_CUDA_TRY(cudaMemcpyAsync(S.at<float>(S.L.qf32), src, qb, cudaMemcpyHostToDevice, S.s));
@@ -1591,10 +1599,10 @@ int upload_queries(Search &S, const float *queries) {
 /* Device -> host copy of the result arrays: straight into them when the caller's arrays are
  * page-locked, otherwise through the pinned staging buffer.
  * Large results go in chunks: each chunk's copy to pinned memory is queued with an event,
- * and the context's host threads (host_copier; copy_threads() threads started per call
- * without them) move landed chunks to the caller's arrays (from DL_STREAM_MIN bytes with
- * streaming stores) while later chunks are still crossing the bus (on the H200 machine 100 MiB crosses the bus in 1.9
- * ms: bench/results/h200-v27-runs/probe.txt). The host side is the slower: 201 MB of
+ * and the context's host threads (host_copier, from DL_STREAM_MIN bytes host_streamer with
+ * streaming stores; copy_threads() threads started per call without them) move landed
+ * chunks to the caller's arrays while later chunks are still crossing the bus (on the H200
+ * machine 100 MiB crosses the bus in 1.9 ms: bench/results/h200-v27-runs/probe.txt). The host side is the slower: 201 MB of
  * results (1M rows, B = 1024, k = 16384) took 6.8-7.9 ms with 8 threads and memcpy, 27
  * GB/s; with the rows as 32-bit values on the bus (narrow_download), streaming stores and
  * 15-16 threads 3.1-3.5 ms (bench/RESULTS.md, "The pageable download"). Chunks of 2 or 4
@@ -1667,8 +1675,8 @@ void download_unstage(const Search &S, int64_t *out_rows, float *out_scores,
     const size_t nr = (size_t)S.pl.nq * S.pl.k;
     const unsigned char *h = (const unsigned char *)S.c->pinned;
     sieve_pool *hc = host_copier(S.c);
-    sieve_pool_memcpy(hc, copy_threads(), out_rows, h, nr * 8);
-    sieve_pool_memcpy(hc, copy_threads(), out_scores, h + nr * 8, nr * 4);
+    sieve_pool_memcpy(hc, sieve_pool_workers(hc), out_rows, h, nr * 8);
+    sieve_pool_memcpy(hc, sieve_pool_workers(hc), out_scores, h + nr * 8, nr * 4);
     if (out_counts) memcpy(out_counts, h + nr * 12, S.pl.nq * 4);
 }
 
@@ -1748,10 +1756,9 @@ int download_results(Search &S, int64_t *out_rows, float *out_scores, uint32_t *
             else
                 memcpy(c.dst, c.pin, c.len);
         };
-        if (sieve_pool *hc = host_copier(S.c)) {
+        if (sieve_pool *hc = stream ? host_streamer(S.c) : host_copier(S.c)) {
             /* chunks claimed in order by this thread and the copy threads as they wake */
-            sieve_pool_for_at_most(hc, job.stream ? stream_threads() : copy_threads(),
-                                   ch.size(), move_chunk, &job);
+            sieve_pool_for(hc, ch.size(), move_chunk, &job);
         } else { /* SIEVE_CUDA_HOSTCOPY=0: threads started for this call, thread t moving
                     chunks t, t + nt, ... */
             unsigned nt = copy_threads();
