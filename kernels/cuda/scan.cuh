@@ -147,6 +147,41 @@ __device__ inline void tighten_boundary(const ScanParams &p, uint32_t q) {
     }
 }
 
+/* tighten_boundary by a whole warp (all 32 lanes call it with the same q): lane l reads the
+ * 8 bins NBINS - 8 (l + 1) .. NBINS - 8 l - 1 at once, a warp prefix sum from the top finds
+ * the lane whose bins reach k, and that lane finds the bin, so a call costs one L2 round
+ * trip for the counts (and one for the edge) instead of up to NBINS / 16. Same boundary as
+ * tighten_boundary on the same counts. */
+static_assert(NBINS == 32 * 8, "tighten_warp: 8 bins a lane");
+__device__ inline void tighten_warp(const ScanParams &p, uint32_t q) {
+    const uint32_t lane = threadIdx.x % 32;
+    const uint32_t *h = p.hist + (size_t)q * NBINS;
+    const int b0 = NBINS - 8 * (int)(lane + 1);
+    uint32_t v[8], sum = 0;
+#pragma unroll
+    for (int i = 0; i < 8; i++) v[i] = __ldcg(h + b0 + i);
+#pragma unroll
+    for (int i = 0; i < 8; i++) sum += v[i];
+    uint32_t inc = sum; /* bins from the top through this lane's */
+#pragma unroll
+    for (int o = 1; o < 32; o <<= 1) {
+        const uint32_t t = __shfl_up_sync(0xffffffffu, inc, o);
+        if (lane >= (uint32_t)o) inc += t;
+    }
+    const uint32_t hit = __ballot_sync(0xffffffffu, inc >= p.k);
+    if (hit && lane == (uint32_t)(__ffs(hit) - 1)) {
+        uint32_t cum = inc - sum;
+#pragma unroll
+        for (int i = 7; i >= 0; i--) {
+            cum += v[i];
+            if (cum >= p.k) {
+                atomicMax(p.thr + q, ord_of(p.edges[(size_t)q * NBINS + b0 + i]));
+                break;
+            }
+        }
+    }
+}
+
 __device__ inline uint32_t slot_of(const ScanParams &p, uint32_t q) {
     return p.qmap ? p.qmap[q] : q;
 }
@@ -853,13 +888,19 @@ __device__ inline WstPending wst_reserve(const ScanParams &p, const uint64_t *bu
     return r;
 }
 
+/* Called by all 32 lanes of a warp together; the tightenings the entries call for run
+ * afterwards, one query at a time, by the whole warp (tighten_warp). */
 __device__ __forceinline__ void wst_finish_inl(const ScanParams &p, WstPending r) {
-    if (r.pos == ~0u) return;
-    if (r.pos < p.cap) p.cand[(size_t)r.q * p.cap + r.pos] = pack_cand(r.key, r.li);
-    atomicAdd(p.hist + (size_t)r.q * NBINS + bin_of(r.key, r.lo, r.w), 1u);
-    const uint32_t n = r.pos + 1;
-    const uint32_t step = p.k > 256 ? p.k : 256;
-    if (p.tighten && (n == p.k || (n > p.k && n % step == 0))) tighten_boundary(p, r.q);
+    bool tighten = false;
+    if (r.pos != ~0u) {
+        if (r.pos < p.cap) p.cand[(size_t)r.q * p.cap + r.pos] = pack_cand(r.key, r.li);
+        atomicAdd(p.hist + (size_t)r.q * NBINS + bin_of(r.key, r.lo, r.w), 1u);
+        const uint32_t n = r.pos + 1;
+        const uint32_t step = p.k > 256 ? p.k : 256;
+        tighten = p.tighten && (n == p.k || (n > p.k && n % step == 0));
+    }
+    for (uint32_t m = __ballot_sync(0xffffffffu, tighten); m; m &= m - 1)
+        tighten_warp(p, __shfl_sync(0xffffffffu, r.q, __ffs(m) - 1));
 }
 __device__ __noinline__ void wst_finish(const ScanParams &p, WstPending r) { wst_finish_inl(p, r); }
 
