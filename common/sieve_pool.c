@@ -216,14 +216,13 @@ static void copy_piece(void *ctx, size_t i) {
     memcpy(j->dst + off, j->src + off, len);
 }
 
-void sieve_pool_memcpy(sieve_pool *p, uint32_t threads, void *dst, const void *src, size_t n) {
-    if (!p || p->workers == 1 || threads <= 1 || n <= 2 * SIEVE_POOL_PIECE) {
+void sieve_pool_memcpy(sieve_pool *p, void *dst, const void *src, size_t n) {
+    if (!p || p->workers == 1 || n <= 2 * SIEVE_POOL_PIECE) {
         if (n) memcpy(dst, src, n);
         return;
     }
     copy_job j = {dst, src, n};
-    sieve_pool_for_at_most(p, threads, (n + SIEVE_POOL_PIECE - 1) / SIEVE_POOL_PIECE,
-                           copy_piece, &j);
+    sieve_pool_for(p, (n + SIEVE_POOL_PIECE - 1) / SIEVE_POOL_PIECE, copy_piece, &j);
 }
 
 void sieve_copy_stream(void *dst, const void *src, size_t n) {

@@ -53,11 +53,11 @@ void sieve_pool_for(sieve_pool *p, size_t n_items, sieve_pool_item_fn fn, void *
 void sieve_pool_for_at_most(sieve_pool *p, uint32_t threads, size_t n_items,
                             sieve_pool_item_fn fn, void *ctx);
 
-/* memcpy(dst, src, n) as a loop over pieces of SIEVE_POOL_PIECE bytes on at most `threads`
- * threads (sieve_pool_for_at_most; one memcpy on the calling thread when p is NULL or n is
- * at most two pieces). dst and src must not overlap. */
+/* memcpy(dst, src, n) as a loop over pieces of SIEVE_POOL_PIECE bytes (sieve_pool_for; one
+ * memcpy on the calling thread when p is NULL or n is at most two pieces). dst and src must
+ * not overlap. */
 #define SIEVE_POOL_PIECE ((size_t)256 << 10)
-void sieve_pool_memcpy(sieve_pool *p, uint32_t threads, void *dst, const void *src, size_t n);
+void sieve_pool_memcpy(sieve_pool *p, void *dst, const void *src, size_t n);
 
 /* memcpy(dst, src, n) with non-temporal (streaming) stores where the CPU has them (x86-64
  * SSE2; memcpy elsewhere): the destination's lines are written without being read first

@@ -1588,8 +1588,7 @@ int upload_queries(Search &S, const float *queries) {
     if (!host_pinned(queries, qb)) {
         int rc = ensure_pinned(S.c, qb);
         if (rc) return rc;
-        sieve_pool *hc = host_copier(S.c);
-        sieve_pool_memcpy(hc, sieve_pool_workers(hc), S.c->pinned, queries, qb);
+        sieve_pool_memcpy(host_copier(S.c), S.c->pinned, queries, qb);
         src = S.c->pinned;
     }
     SIEVE_CUDA_TRY(cudaMemcpyAsync(S.at<float>(S.L.qf32), src, qb, cudaMemcpyHostToDevice, S.s));
@@ -1675,8 +1674,8 @@ void download_unstage(const Search &S, int64_t *out_rows, float *out_scores,
     const size_t nr = (size_t)S.pl.nq * S.pl.k;
     const unsigned char *h = (const unsigned char *)S.c->pinned;
     sieve_pool *hc = host_copier(S.c);
-    sieve_pool_memcpy(hc, sieve_pool_workers(hc), out_rows, h, nr * 8);
-    sieve_pool_memcpy(hc, sieve_pool_workers(hc), out_scores, h + nr * 8, nr * 4);
+    sieve_pool_memcpy(hc, out_rows, h, nr * 8);
+    sieve_pool_memcpy(hc, out_scores, h + nr * 8, nr * 4);
     if (out_counts) memcpy(out_counts, h + nr * 12, S.pl.nq * 4);
 }
 

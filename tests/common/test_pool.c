@@ -226,7 +226,7 @@ Test(pool, memcpy_equals_memcpy) {
             for (size_t off = 0; off <= 3; off += 3) { /* unaligned source and target too */
                 const size_t n = sizes[s];
                 memset(dst, 0xA5, maxn);
-                sieve_pool_memcpy(p, workers, dst + off, src + off, n);
+                sieve_pool_memcpy(p, dst + off, src + off, n);
                 char what[32];
                 snprintf(what, sizeof what, "%u threads", workers);
                 assert_copied(dst, src, maxn, off, off, n, 64, what);
@@ -234,7 +234,7 @@ Test(pool, memcpy_equals_memcpy) {
         sieve_pool_destroy(p);
     }
     memset(dst, 0, maxn);
-    sieve_pool_memcpy(NULL, 4, dst, src, 1000003);
+    sieve_pool_memcpy(NULL, dst, src, 1000003);
     cr_assert_eq(memcmp(dst, src, 1000003), 0);
     free(src);
     free(dst);
