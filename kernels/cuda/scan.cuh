@@ -186,14 +186,31 @@ __device__ inline uint32_t slot_of(const ScanParams &p, uint32_t q) {
     return p.qmap ? p.qmap[q] : q;
 }
 
-/* Appends one admitted key of state slot q: candidate, histogram, maybe tighten. */
-__device__ inline void admit_slot(const ScanParams &p, uint32_t row, uint32_t q, float key) {
+/* Whether a query's n-th admission (n from 1) calls for a tightening of its boundary: at
+ * n = k, 2k, 4k, ... below max(k, 256), then at every multiple of max(k, 256). A tightening
+ * reads counts other threads are still adding (entries reserved, not yet counted) and may
+ * find fewer than k; below the step it tries again at the next doubling (at k = 10 the
+ * step alone came only after 256 admissions). */
+__device__ inline bool tighten_due(const ScanParams &p, uint32_t n) {
+    if (!p.tighten || n < p.k) return false;
+    const uint32_t step = p.k > 256 ? p.k : 256;
+    if (n < step) return n % p.k == 0 && ((n / p.k) & (n / p.k - 1)) == 0;
+    return n % step == 0;
+}
+
+/* Appends one admitted key of state slot q: candidate and histogram. Returns whether a
+ * tightening is due (tighten_due); the caller runs it. */
+__device__ inline bool admit_count(const ScanParams &p, uint32_t row, uint32_t q, float key) {
     uint32_t pos = atomicAdd(p.cnt + q, 1u);
     if (pos < p.cap) p.cand[(size_t)q * p.cap + pos] = pack_cand(key, row);
     atomicAdd(p.hist + (size_t)q * NBINS + bin_of(key, p.edges[(size_t)q * NBINS], p.binw[q]), 1u);
-    uint32_t n = pos + 1;
-    uint32_t step = p.k > 256 ? p.k : 256;
-    if (p.tighten && (n == p.k || (n > p.k && n % step == 0))) tighten_boundary(p, q);
+    return tighten_due(p, pos + 1);
+}
+
+/* Appends one admitted key of state slot q: candidate, histogram, maybe tighten (by the
+ * calling lane alone). */
+__device__ inline void admit_slot(const ScanParams &p, uint32_t row, uint32_t q, float key) {
+    if (admit_count(p, row, q, key)) tighten_boundary(p, q);
 }
 
 /* Admits one key that passed the gate (launch query q). Out of line: the unrolled
@@ -518,9 +535,7 @@ __device__ __noinline__ void stage_finish(const ScanParams &p, const StageBuf<CA
     const float key = sb.key[b][threadIdx.x];
     if (pos < p.cap) p.cand[(size_t)q * p.cap + pos] = pack_cand(key, sb.row[b][threadIdx.x]);
     atomicAdd(p.hist + (size_t)q * NBINS + bin_of(key, r.lo, r.w), 1u);
-    const uint32_t n = pos + 1;
-    const uint32_t step = p.k > 256 ? p.k : 256;
-    if (p.tighten && (n == p.k || (n > p.k && n % step == 0))) tighten_boundary(p, q);
+    if (tighten_due(p, pos + 1)) tighten_boundary(p, q);
 }
 
 /* Stages one admission in buffer b, or admits it directly when the buffer is full. Out of
@@ -837,9 +852,25 @@ __device__ inline bool row_admissible(const ScanParams &p, uint32_t li) {
     return true;
 }
 
-/* Admits a key of row li (launch query q) that passed the gate, if the row is admissible. */
-__device__ __noinline__ void admit_row(const ScanParams &p, uint32_t li, uint32_t q, float key) {
-    if (row_admissible(p, li)) admit(p, li, q, key);
+/* Admits a key of row li (launch query q) that passed the gate, if the row is admissible
+ * (as admit()), and returns whether a tightening of the query's boundary is due: the TMA
+ * epilogue collects them and runs them after the tile by the whole warp (tighten_pending),
+ * where the lane form (tighten_boundary, up to 16 dependent reads) kept the lane's warp
+ * waiting at each. */
+__device__ __noinline__ bool admit_row(const ScanParams &p, uint32_t li, uint32_t q, float key) {
+    if (!row_admissible(p, li)) return false;
+    q = slot_of(p, q);
+    if (__ldcg(p.cnt + q) > p.cap) return false; /* as admit() */
+    return admit_count(p, li, q, key);
+}
+
+/* Runs the tightenings the warp's lanes collected in pend (bit j: launch query q0 + j), one
+ * query at a time, by the whole warp (all 32 lanes call it). */
+__device__ __forceinline__ void tighten_pending(const ScanParams &p, uint64_t pend, uint32_t q0) {
+    const uint32_t lo = __reduce_or_sync(~0u, (uint32_t)pend);
+    const uint32_t hi = __reduce_or_sync(~0u, (uint32_t)(pend >> 32));
+    for (uint32_t m = lo; m; m &= m - 1) tighten_warp(p, slot_of(p, q0 + __ffs(m) - 1));
+    for (uint32_t m = hi; m; m &= m - 1) tighten_warp(p, slot_of(p, q0 + 31 + __ffs(m)));
 }
 
 /* Per-warp staging of the TMA scan's admissions (the "s" variants). Measured on the H200
@@ -895,9 +926,7 @@ __device__ __forceinline__ void wst_finish_inl(const ScanParams &p, WstPending r
     if (r.pos != ~0u) {
         if (r.pos < p.cap) p.cand[(size_t)r.q * p.cap + r.pos] = pack_cand(r.key, r.li);
         atomicAdd(p.hist + (size_t)r.q * NBINS + bin_of(r.key, r.lo, r.w), 1u);
-        const uint32_t n = r.pos + 1;
-        const uint32_t step = p.k > 256 ? p.k : 256;
-        tighten = p.tighten && (n == p.k || (n > p.k && n % step == 0));
+        tighten = tighten_due(p, r.pos + 1);
     }
     for (uint32_t m = __ballot_sync(0xffffffffu, tighten); m; m &= m - 1)
         tighten_warp(p, __shfl_sync(0xffffffffu, r.q, __ffs(m) - 1));
@@ -983,12 +1012,13 @@ __device__ __forceinline__ int hlp_threads(int h) { return h == 3 ? 96 : 128; }
  * the tensor cores idled. Accumulator 4n + 2h + j: query qo + 16 wq + g + 8h, row
  * ro + 8n + 2 tq + j. STG: keys are staged in the warp's buffer wbuf (wcnt entries so far,
  * the same in every lane), see the per-warp staging above; otherwise each is admitted as it
- * passes. */
+ * passes and the tightenings due are collected in tpend (bit ql - qo), for tighten_pending
+ * after the epilogue. */
 template <int WN, bool EUCLID, bool STG>
 __device__ __forceinline__ void tma_epilogue(const ScanParams &p, const float *acc,
                                              const float *thr_h, const float *rn, uint32_t row0,
                                              uint32_t q0, int qo, int ro, int wq, int g, int tq,
-                                             uint64_t *wbuf, uint32_t &wcnt) {
+                                             uint64_t *wbuf, uint32_t &wcnt, uint64_t &tpend) {
 #pragma unroll
     for (int h = 0; h < 2; h++) {
         const int ql = qo + wq * 16 + g + 8 * h;
@@ -1046,7 +1076,7 @@ __device__ __forceinline__ void tma_epilogue(const ScanParams &p, const float *a
                         const float dot = acc[n * 4 + h * 2 + j] + 0.0f;
                         const float key = EUCLID ? 2.0f * dot - rn[rl] : dot;
                         if (!(key >= thr)) continue;
-                        admit_row(p, row0 + rl, q0 + ql, key);
+                        if (admit_row(p, row0 + rl, q0 + ql, key)) tpend |= 1ull << (ql - qo);
                     }
             }
         }
@@ -1285,12 +1315,14 @@ scan_tma_kernel(const __grid_constant__ ScanParams p, const __grid_constant__ CU
         if (p.metric == 2) named_bar_sync(1, 256);
 
         uint64_t *const wbuf = wst_w + (size_t)(i & 1) * WST_WARPS * WST_CAP;
+        uint64_t tpend = 0; /* direct admissions: tightenings due, by query of the warpgroup */
         if (p.metric == 2)
             tma_epilogue<WN, true, STG>(p, acc, thr_h, rnorm[i & 1], row0, q0, qo, ro, wq, g,
-                                        tq, wbuf, wcnt);
+                                        tq, wbuf, wcnt, tpend);
         else
             tma_epilogue<WN, false, STG>(p, acc, thr_h, rnorm[i & 1], row0, q0, qo, ro, wq, g,
-                                         tq, wbuf, wcnt);
+                                         tq, wbuf, wcnt, tpend);
+        if (!STG) tighten_pending(p, tpend, q0 + qo);
         if (HLP) { /* tile i's entries to the helper */
             if (lane == 0) {
                 hlp_n[i & 1][ct / 32] = wcnt;
