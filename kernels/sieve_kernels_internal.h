@@ -25,6 +25,25 @@ struct sieve_device {
 /* Monotonic wall clock in milliseconds. */
 double sieve__now_ms(void);
 
+/* Largest chance of an underfill the proposal accepts per query (see sieve__boundary_rank):
+ * a batch of 1,024 queries rescans the collection for one of them about once in 100
+ * batches, a batch of 64 once in 1,600. */
+#define SIEVE__UNDERFILL_P 1e-5
+
+/* The sample rank (0: the sample's largest key) of the proposed boundary of a query that
+ * expects r of its sampled rows among its k best (r = k S_e / N_e: S_e of N_e eligible rows
+ * sampled). Fewer than k eligible rows reach the sample key of rank j (an underfill: a
+ * second scan for that query, which for a memory-bound batch doubles its time) only when
+ * more than j sampled rows lie above the k-th best row; their number is binomial (k - 1
+ * rows, each sampled with chance S_e / N_e), and the Poisson distribution of mean r bounds
+ * its upper tail. Returns the larger of floor(1.25 r + 3 sqrt(r) + 2), the rule before, and
+ * the smallest j whose bound on P(Poisson(r) > j) is at most SIEVE__UNDERFILL_P; 0 for
+ * r <= 0. The rule before let 1 query in 2,700 to 10,000 underfill where r is 0.5 to 8
+ * (k = 32 to 500 at 16,384 sampled rows of 1M); above r = 30 it is the stricter of the two
+ * and stays: the Poisson rank alone admitted 4-11% fewer rows at k = 8192-16384 without a
+ * measurable gain (bench/KERNEL_NOTES.md, v30). */
+uint64_t sieve__boundary_rank(double r);
+
 /* Checks the arguments every search entry shares. 0 or SIEVE_EINVAL. */
 int sieve__check_search_args(const sieve_matrix *m, const float *queries, uint32_t n_queries,
                              const sieve_search_params *p, const int64_t *out_rows,

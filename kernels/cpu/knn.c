@@ -11,8 +11,9 @@
  *     sample would cost about as much as the scan, and every row is scored and selected
  *     directly (SIEVE_PATH_DIRECT).
  *  2. Propose: with S_e eligible sampled rows and r = k * S_e / N_e, the boundary is the
- *     sample key of rank ceil(1.25 r + 3 sqrt(r) + 2) (a little more than k rows expected
- *     above it), the secondary boundary the key of rank 4x that + 16 (or the sample minimum).
+ *     sample key of rank 1 + sieve__boundary_rank(r) (more than k rows above it but for a
+ *     chance of at most SIEVE__UNDERFILL_P), the secondary boundary the key of rank 4x that
+ *     + 16 (or the sample minimum).
  *     p->force_boundary replaces the boundary. SIEVE__NBINS equal-width bins span
  *     [boundary, sample max]; keys above the max clamp into the top bin. Sample keys come
  *     from gathered rows and may differ from the scan's in the last bit: they only steer the
@@ -106,8 +107,10 @@ static int region(size_t *total, size_t *off, uint64_t count, size_t elem) {
     return 0;
 }
 
+/* The boundary's rank in the sorted sample, counted from 1 (sieve__boundary_rank + 1). */
 static uint64_t boundary_rank(double r) {
-    return (uint64_t)ceil(1.25 * r + 3.0 * sqrt(r) + 2.0);
+    const uint64_t j = sieve__boundary_rank(r);
+    return j == UINT64_MAX ? j : j + 1;
 }
 
 static int make_plan(const sieve_device *dev, const sieve_matrix *m, uint32_t nq,

@@ -1157,10 +1157,11 @@ uint32_t capacity_for(uint32_t j2, double ratio, uint32_t k, uint64_t n) {
     return (uint32_t)c;
 }
 
+/* The proposed boundary's sample rank j (sieve__boundary_rank) and the secondary one's. */
 void ranks_for(uint32_t k, uint64_t s_e, uint64_t n_e, uint32_t *j, uint32_t *j2) {
     double r = (double)k * (double)s_e / (double)(n_e ? n_e : 1);
-    double jj = floor(1.25 * r + 3.0 * sqrt(r) + 2.0);
-    *j = (uint32_t)(jj > 4e9 ? 4e9 : jj);
+    uint64_t jj = sieve__boundary_rank(r);
+    *j = (uint32_t)(jj > 2000000000u ? 2000000000u : jj);
     *j2 = 2 * *j + 8;
 }
 

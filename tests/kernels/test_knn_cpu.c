@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "kt_util.h"
+#include "sieve_kernels_internal.h"
 
 static sieve_device *open_cpu(const char *spec) {
     sieve_device *dev = NULL;
@@ -257,6 +258,53 @@ Test(knn_paths, certified_on_gaussian) {
                      (unsigned long long)st.candidates_admitted, 50000ull * 64);
     }
     sieve_device_close(dev);
+}
+
+/* P(Poisson(r) > j), summed term by term in long double (the test's own reference). */
+static long double poisson_above(double r, uint64_t j) {
+    long double q = expl(-(long double)r); /* P(0), then P(i) up to P(j) */
+    for (uint64_t i = 1; i <= j; i++) q *= (long double)r / (long double)i;
+    long double above = 0.0L;
+    for (uint64_t i = j + 1; q > 1e-40L || (double)i < r; i++) {
+        q *= (long double)r / (long double)i;
+        above += q;
+    }
+    return above;
+}
+
+/* The proposal's rank: the chance that more than j sampled rows lie among a query's k best
+ * (an underfill) is at most SIEVE__UNDERFILL_P; j is never below the rule before
+ * (1.25 r + 3 sqrt(r) + 2) and, where it is above it, the smallest such rank or one more
+ * (the rule bounds the tail from above). Over r from 0.001 to 2000, the range of k S / N
+ * the sample sizes give. */
+Test(knn_paths, boundary_rank_bounds_the_underfill_chance) {
+    cr_assert_eq(sieve__boundary_rank(0.0), 0);
+    cr_assert_eq(sieve__boundary_rank(-1.0), 0);
+    uint64_t prev = 0, raised = 0;
+    for (double r = 0.001; r < 2000.0; r *= 1.07) {
+        const uint64_t j = sieve__boundary_rank(r);
+        const uint64_t before = (uint64_t)floor(1.25 * r + 3.0 * sqrt(r) + 2.0);
+        const long double at = poisson_above(r, j);
+        cr_assert_leq(at, (long double)SIEVE__UNDERFILL_P, "r = %g: j = %llu, P = %Lg", r,
+                      (unsigned long long)j, at);
+        cr_assert_geq(j, before, "r = %g: j = %llu below the rule before (%llu)", r,
+                      (unsigned long long)j, (unsigned long long)before);
+        if (j > before) {
+            raised++;
+            if (j >= 2)
+                cr_assert_gt(poisson_above(r, j - 2), (long double)SIEVE__UNDERFILL_P,
+                             "r = %g: j = %llu is more than one past the smallest", r,
+                             (unsigned long long)j);
+        }
+        cr_assert_geq(j, prev, "r = %g: rank fell from %llu to %llu", r,
+                      (unsigned long long)prev, (unsigned long long)j);
+        prev = j;
+    }
+    /* the rule before failed the bound at r = 1.28 (3.7e-4 a query) */
+    cr_assert_gt(raised, 20, "the bound raised the rank at %llu values of r only",
+                 (unsigned long long)raised);
+    cr_assert_gt(poisson_above(1.28, (uint64_t)floor(1.25 * 1.28 + 3.0 * sqrt(1.28) + 2.0)), 1e-4L);
+    cr_assert_gt(sieve__boundary_rank(1.28), (uint64_t)floor(1.25 * 1.28 + 3.0 * sqrt(1.28) + 2.0));
 }
 
 /* Forced underfill: a boundary above every key and a tiny sample. The secondary boundary
