@@ -973,8 +973,14 @@ int launch_tma(const sieve__cuda_ctx *c, cudaStream_t s, const ScanParams &p, ui
  * (HLP in scan.cuh; the same on the 64-query tile, measured, was no faster). The TMA tiles
  * need evenly spaced pages (sieve_matrix.page_base) and fall back to the cp.async tiles
  * otherwise and for the sample and materialized modes.
- * Defaults, from the H200 A/B runs in bench/KERNEL_NOTES.md (5M rows, float16): tma64x256
- * up to 8 queries, and up to 16 for k <= 1024 (v12: B = 1, k = 8192: 2.28 against 2.67 ms
+ * Defaults, from the H200 A/B runs in bench/KERNEL_NOTES.md (5M rows, float16, unless
+ * named): tma64x256 up to 16 queries for k <= 256, tma64x256s above 256 (v30, against
+ * tma64x256 with the direct admissions' tightening by the warp, whole calls: 1M rows,
+ * B = 1-16, k = 512 1.7-6.7%, k = 1024 2-13% faster, B = 1-8 k = 8192 4-26%; 5M B = 1-16
+ * k = 1024 0.2-1.8%, B = 1-8 k = 8192 0.8-8.5%; 8,841,823 B = 1 and 16 k = 1024 0.2 and
+ * 0.8%; at k = 128-256 1M 0.6-4% faster but 5M B = 16 0.9-1.6% and 8,841,823 B = 16 0.6%
+ * slower); before v30 tma64x256 up to 8 queries, and up to 16 for
+ * k <= 1024 (v12: B = 1, k = 8192: 2.28 against 2.67 ms
  * for tma64x128s; B = 16, k = 128: 1.93 against 2.27); tma64x256s up to 64 queries (v18,
  * whole calls against tma64x128s: B = 16 k = 8192 2.13-2.14 against 2.49-2.51 ms, B = 32
  * k = 8192 2.23-2.24 against 2.43, B = 64 k = 8192 2.46-2.49 against 2.57, k = 1024
@@ -1015,7 +1021,7 @@ ScanVariant scan_variant(const sieve__cuda_ctx *c, uint32_t nq, uint32_t k, bool
         if (!strcmp(e, "tma128x256s")) return SV_TMA128x256S;
         if (!strcmp(e, "tma128x256h")) return SV_TMA128x256H;
     }
-    if (nq <= 8 || (nq <= 16 && k <= 1024)) return SV_TMA64x256;
+    if (nq <= 16 && k <= 256) return SV_TMA64x256;
     if (nq <= 64) return SV_TMA64x256S;
     return SV_TMA128x256H;
 }
