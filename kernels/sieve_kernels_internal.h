@@ -40,7 +40,7 @@ double sieve__now_ms(void);
  * the smallest j whose bound on P(Poisson(r) > j) is at most SIEVE__UNDERFILL_P; 0 for
  * r <= 0. The rule before let 1 query in 2,700 to 10,000 underfill where r is 0.5 to 8
  * (k = 32 to 500 at 16,384 sampled rows of 1M); above r = 30 it is the stricter of the two
- * and stays: the Poisson rank alone admitted 4-11% fewer rows at k = 8192-16384 without a
+ * and stays: the Poisson rank alone admitted 3-11% fewer rows at k = 8192-16384 without a
  * measurable gain (bench/KERNEL_NOTES.md, v30). */
 uint64_t sieve__boundary_rank(double r);
 
