@@ -198,19 +198,35 @@ __device__ inline bool tighten_due(const ScanParams &p, uint32_t n) {
     return n % step == 0;
 }
 
+/* tighten_due for the sites that tighten by the whole warp (one read of the bins, not up to
+ * 16): tighten_due's schedule and also every s admissions after k, s = k / 4 rounded down
+ * to a power of two, at least 64. With the boundary raised only at k and 2k, a query at
+ * k >= 256 admitted about as many rows as lay above its first boundary (the first
+ * tightening, at k counted, can hardly raise it); raised every k / 4 or so it follows the
+ * k-th best seen so far. */
+__device__ inline bool tighten_due_warp(const ScanParams &p, uint32_t n) {
+    if (!p.tighten || n < p.k) return false;
+    const uint32_t q4 = p.k >> 2;
+    const uint32_t step = q4 > 64u ? 1u << (31 - __clz(q4)) : 64u;
+    return ((n - p.k) & (step - 1u)) == 0 || tighten_due(p, n);
+}
+
 /* Appends one admitted key of state slot q: candidate and histogram. Returns whether a
- * tightening is due (tighten_due); the caller runs it. */
+ * tightening is due (tighten_due_warp: the caller runs it by the whole warp). */
 __device__ inline bool admit_count(const ScanParams &p, uint32_t row, uint32_t q, float key) {
     uint32_t pos = atomicAdd(p.cnt + q, 1u);
     if (pos < p.cap) p.cand[(size_t)q * p.cap + pos] = pack_cand(key, row);
     atomicAdd(p.hist + (size_t)q * NBINS + bin_of(key, p.edges[(size_t)q * NBINS], p.binw[q]), 1u);
-    return tighten_due(p, pos + 1);
+    return tighten_due_warp(p, pos + 1);
 }
 
 /* Appends one admitted key of state slot q: candidate, histogram, maybe tighten (by the
- * calling lane alone). */
+ * calling lane alone, so on tighten_due's sparser schedule). */
 __device__ inline void admit_slot(const ScanParams &p, uint32_t row, uint32_t q, float key) {
-    if (admit_count(p, row, q, key)) tighten_boundary(p, q);
+    uint32_t pos = atomicAdd(p.cnt + q, 1u);
+    if (pos < p.cap) p.cand[(size_t)q * p.cap + pos] = pack_cand(key, row);
+    atomicAdd(p.hist + (size_t)q * NBINS + bin_of(key, p.edges[(size_t)q * NBINS], p.binw[q]), 1u);
+    if (tighten_due(p, pos + 1)) tighten_boundary(p, q);
 }
 
 /* Admits one key that passed the gate (launch query q). Out of line: the unrolled
@@ -926,7 +942,7 @@ __device__ __forceinline__ void wst_finish_inl(const ScanParams &p, WstPending r
     if (r.pos != ~0u) {
         if (r.pos < p.cap) p.cand[(size_t)r.q * p.cap + r.pos] = pack_cand(r.key, r.li);
         atomicAdd(p.hist + (size_t)r.q * NBINS + bin_of(r.key, r.lo, r.w), 1u);
-        tighten = tighten_due(p, r.pos + 1);
+        tighten = tighten_due_warp(p, r.pos + 1);
     }
     for (uint32_t m = __ballot_sync(0xffffffffu, tighten); m; m &= m - 1)
         tighten_warp(p, __shfl_sync(0xffffffffu, r.q, __ffs(m) - 1));
