@@ -211,22 +211,19 @@ __device__ inline bool tighten_due_warp(const ScanParams &p, uint32_t n) {
     return ((n - p.k) & (step - 1u)) == 0 || tighten_due(p, n);
 }
 
-/* Appends one admitted key of state slot q: candidate and histogram. Returns whether a
- * tightening is due (tighten_due_warp: the caller runs it by the whole warp). */
-__device__ inline bool admit_count(const ScanParams &p, uint32_t row, uint32_t q, float key) {
+/* Appends one admitted key of state slot q: candidate and histogram. Returns the query's
+ * admission count with it (n, from 1), for the caller's tightening schedule. */
+__device__ inline uint32_t admit_count(const ScanParams &p, uint32_t row, uint32_t q, float key) {
     uint32_t pos = atomicAdd(p.cnt + q, 1u);
     if (pos < p.cap) p.cand[(size_t)q * p.cap + pos] = pack_cand(key, row);
     atomicAdd(p.hist + (size_t)q * NBINS + bin_of(key, p.edges[(size_t)q * NBINS], p.binw[q]), 1u);
-    return tighten_due_warp(p, pos + 1);
+    return pos + 1;
 }
 
 /* Appends one admitted key of state slot q: candidate, histogram, maybe tighten (by the
  * calling lane alone, so on tighten_due's sparser schedule). */
 __device__ inline void admit_slot(const ScanParams &p, uint32_t row, uint32_t q, float key) {
-    uint32_t pos = atomicAdd(p.cnt + q, 1u);
-    if (pos < p.cap) p.cand[(size_t)q * p.cap + pos] = pack_cand(key, row);
-    atomicAdd(p.hist + (size_t)q * NBINS + bin_of(key, p.edges[(size_t)q * NBINS], p.binw[q]), 1u);
-    if (tighten_due(p, pos + 1)) tighten_boundary(p, q);
+    if (tighten_due(p, admit_count(p, row, q, key))) tighten_boundary(p, q);
 }
 
 /* Admits one key that passed the gate (launch query q). Out of line: the unrolled
@@ -877,7 +874,7 @@ __device__ __noinline__ bool admit_row(const ScanParams &p, uint32_t li, uint32_
     if (!row_admissible(p, li)) return false;
     q = slot_of(p, q);
     if (__ldcg(p.cnt + q) > p.cap) return false; /* as admit() */
-    return admit_count(p, li, q, key);
+    return tighten_due_warp(p, admit_count(p, li, q, key));
 }
 
 /* Runs the tightenings the warp's lanes collected in pend (bit j: launch query q0 + j), one
