@@ -28,7 +28,6 @@ struct sieve_pool {
     _Atomic uint64_t state; /* POOL_OPEN while items may be left | threads in the loop */
     _Atomic size_t next;    /* the next unclaimed item */
     _Atomic int quit;
-    _Atomic uint32_t limit; /* the current loop's most threads, the caller included */
     uint32_t sleepers; /* threads waiting on `wake` (under mu) */
     uint32_t spin_us;
     uint32_t workers; /* 1 + started threads */
@@ -96,10 +95,7 @@ static void *pool_main(void *arg) {
            threads inside and then may reuse everything the loop points to */
         uint64_t st = atomic_load_explicit(&p->state, memory_order_acquire);
         int entered = 0;
-        /* (a limit read from a later loop than the state lets in one thread too many at
-           most: a bound on the threads, not on correctness) */
-        while ((st & POOL_OPEN) &&
-               (st & ~POOL_OPEN) + 1 < atomic_load_explicit(&p->limit, memory_order_relaxed)) {
+        while (st & POOL_OPEN) {
             if (atomic_compare_exchange_weak_explicit(&p->state, &st, st + 1,
                                                       memory_order_acq_rel,
                                                       memory_order_acquire)) {
@@ -140,7 +136,6 @@ int sieve_pool_create(uint32_t workers, uint32_t spin_us, sieve_pool **out) {
     atomic_init(&p->state, 0);
     atomic_init(&p->next, 0);
     atomic_init(&p->quit, 0);
-    atomic_init(&p->limit, workers);
     p->spin_us = spin_us;
     p->workers = 1;
     while (p->workers < workers) {
@@ -154,36 +149,21 @@ int sieve_pool_create(uint32_t workers, uint32_t spin_us, sieve_pool **out) {
 uint32_t sieve_pool_workers(const sieve_pool *p) { return p ? p->workers : 1; }
 
 void sieve_pool_for(sieve_pool *p, size_t n_items, sieve_pool_item_fn fn, void *ctx) {
-    sieve_pool_for_at_most(p, p ? p->workers : 1, n_items, fn, ctx);
-}
-
-void sieve_pool_for_at_most(sieve_pool *p, uint32_t threads, size_t n_items,
-                            sieve_pool_item_fn fn, void *ctx) {
     if (!n_items) return;
-    if (!p || p->workers == 1 || n_items == 1 || threads <= 1) {
+    if (!p || p->workers == 1 || n_items == 1) {
         for (size_t i = 0; i < n_items; i++) fn(ctx, i);
         return;
     }
     p->n_items = n_items;
     p->fn = fn;
     p->ctx = ctx;
-    atomic_store_explicit(&p->limit, threads, memory_order_relaxed);
     atomic_store_explicit(&p->next, 0, memory_order_relaxed);
     atomic_store_explicit(&p->state, POOL_OPEN, memory_order_release);
     pthread_mutex_lock(&p->mu);
     atomic_fetch_add_explicit(&p->gen, 1, memory_order_acq_rel);
-    const uint32_t sleepers = p->sleepers;
+    const int wake = p->sleepers > 0;
     pthread_mutex_unlock(&p->mu);
-    /* A loop on every thread wakes the sleepers with one broadcast (one call on the
-       caller's path; threads that wake after the last item was claimed go back to sleep).
-       Under a limit, no more sleepers are woken than may join and have an item besides the
-       caller's first: a thread woken for nothing costs a wake-up and then polls for spin_us
-       beside the caller. */
-    const size_t want = n_items - 1 < threads - 1 ? n_items - 1 : threads - 1;
-    if (sleepers && (threads >= p->workers || want >= sleepers))
-        pthread_cond_broadcast(&p->wake);
-    else
-        for (size_t i = 0; sleepers && i < want; i++) pthread_cond_signal(&p->wake);
+    if (wake) pthread_cond_broadcast(&p->wake);
     drain(p);
     /* close: no thread enters from now on; wait for those inside (each still finishing the
        item it claimed). The last one out signals `done` under mu, and the count is checked

@@ -46,13 +46,6 @@ uint32_t sieve_pool_workers(const sieve_pool *p);
  * One loop at a time per pool: fn must not start a loop on the same pool. */
 void sieve_pool_for(sieve_pool *p, size_t n_items, sieve_pool_item_fn fn, void *ctx);
 
-/* sieve_pool_for with at most `threads` threads running items (the caller included; 0 or
- * 1: the calling thread alone; sieve_pool_workers(p) or more: sieve_pool_for). Under a
- * limit, of the sleeping threads at most min(threads, n_items) - 1 are woken, one signal
- * each. For loops that lose from more threads than they gain. */
-void sieve_pool_for_at_most(sieve_pool *p, uint32_t threads, size_t n_items,
-                            sieve_pool_item_fn fn, void *ctx);
-
 /* memcpy(dst, src, n) as a loop over pieces of SIEVE_POOL_PIECE bytes (sieve_pool_for; one
  * memcpy on the calling thread when p is NULL or n is at most two pieces). dst and src must
  * not overlap. */

@@ -149,47 +149,6 @@ Test(pool, destroy_without_a_loop) {
     }
 }
 
-/* A loop limited to `threads` runs every item once on at most that many threads (the
- * caller's included), whether the pool's threads sleep or spin, over loops with and without
- * the limit; 1 runs everything on the calling thread. */
-Test(pool, at_most_limits_the_threads) {
-    const uint32_t limits[] = {1, 2, 3, 8};
-    for (uint32_t spin = 0; spin <= 2000; spin += 2000) {
-        sieve_pool *p = NULL;
-        cr_assert_eq(sieve_pool_create(8, spin, &p), 0);
-        loop_log *l = calloc(1, sizeof *l);
-        cr_assert_not_null(l);
-        pthread_mutex_init(&l->mu, NULL);
-        l->sleep_us = 300;
-        uint64_t r = 0;
-        for (int round = 0; round < 3; round++)
-            for (size_t li = 0; li < sizeof limits / sizeof *limits; li++) {
-                atomic_store(&l->n_threads, 0);
-                l->loop = ++r;
-                const size_t n_items = 40;
-                sieve_pool_for_at_most(p, limits[li], n_items, item, l);
-                for (size_t i = 0; i < n_items; i++) {
-                    cr_assert_eq(l->calls[i], r, "limit %u: item %zu called %u times",
-                                 limits[li], i, l->calls[i]);
-                    cr_assert_eq(l->stamp[i], r, "limit %u: item %zu's write not visible",
-                                 limits[li], i);
-                }
-                const uint32_t seen = atomic_load(&l->n_threads);
-                cr_assert_leq(seen, limits[li], "limit %u: %u threads ran items", limits[li],
-                              seen);
-                if (limits[li] == 1) cr_assert(pthread_equal(l->threads[0], pthread_self()));
-                /* the same pool unlimited in between: the limit is per loop */
-                atomic_store(&l->n_threads, 0);
-                l->loop = ++r;
-                sieve_pool_for(p, n_items, item, l);
-                for (size_t i = 0; i < n_items; i++) cr_assert_eq(l->calls[i], r);
-            }
-        pthread_mutex_destroy(&l->mu);
-        free(l);
-        sieve_pool_destroy(p);
-    }
-}
-
 /* n pseudo-random bytes (an LCG from seed); the caller frees them. */
 static unsigned char *random_bytes(size_t n, uint32_t seed) {
     unsigned char *b = malloc(n);
