@@ -272,6 +272,9 @@ static long double poisson_above(double r, uint64_t j) {
     return above;
 }
 
+/* The rank of the rule before sieve__boundary_rank's bound: floor(1.25 r + 3 sqrt(r) + 2). */
+static uint64_t rank_before(double r) { return (uint64_t)floor(1.25 * r + 3.0 * sqrt(r) + 2.0); }
+
 /* The proposal's rank: the chance that more than j sampled rows lie among a query's k best
  * (an underfill) is at most SIEVE__UNDERFILL_P; j is never below the rule before
  * (1.25 r + 3 sqrt(r) + 2) and, where it is above it, the smallest such rank or one more
@@ -283,7 +286,7 @@ Test(knn_paths, boundary_rank_bounds_the_underfill_chance) {
     uint64_t prev = 0, raised = 0;
     for (double r = 0.001; r < 2000.0; r *= 1.07) {
         const uint64_t j = sieve__boundary_rank(r);
-        const uint64_t before = (uint64_t)floor(1.25 * r + 3.0 * sqrt(r) + 2.0);
+        const uint64_t before = rank_before(r);
         const long double at = poisson_above(r, j);
         cr_assert_leq(at, (long double)SIEVE__UNDERFILL_P, "r = %g: j = %llu, P = %Lg", r,
                       (unsigned long long)j, at);
@@ -303,8 +306,8 @@ Test(knn_paths, boundary_rank_bounds_the_underfill_chance) {
     /* the rule before failed the bound at r = 1.28 (3.7e-4 a query) */
     cr_assert_gt(raised, 20, "the bound raised the rank at %llu values of r only",
                  (unsigned long long)raised);
-    cr_assert_gt(poisson_above(1.28, (uint64_t)floor(1.25 * 1.28 + 3.0 * sqrt(1.28) + 2.0)), 1e-4L);
-    cr_assert_gt(sieve__boundary_rank(1.28), (uint64_t)floor(1.25 * 1.28 + 3.0 * sqrt(1.28) + 2.0));
+    cr_assert_gt(poisson_above(1.28, rank_before(1.28)), 1e-4L);
+    cr_assert_gt(sieve__boundary_rank(1.28), rank_before(1.28));
 }
 
 /* Forced underfill: a boundary above every key and a tiny sample. The secondary boundary
