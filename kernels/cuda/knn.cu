@@ -1808,7 +1808,6 @@ int download_results(Search &S, int64_t *out_rows, float *out_scores, uint32_t *
  * every k up to SEL_T * SEL_I (tests: queries keeping more than it sorts are handed back). */
 constexpr uint32_t SEL_SMALL_T = 256, SEL_SMALL_I = 4, SEL_MID_T = 512, SEL_MID_I = 8,
                    SEL_T = 1024, SEL_I = 12;
-constexpr uint32_t SEL_SMALL_MAX_QUERIES = 128;
 
 bool select_by_block(uint32_t k) {
     const char *e = getenv("SIEVE_CUDA_SELECT");
@@ -1922,21 +1921,25 @@ int select_segmented(Search &S, const unsigned char *used, int metric) {
     return 0;
 }
 
-/* The speculative select (sieve__cuda_knn): for at most SEL_SMALL_MAX_QUERIES queries and k
- * up to SEL_SPEC_MAX_K, the block select and the result download are queued right behind the
- * scan, each query certified on the device by the host's own test (select_block_kernel with
- * use == nullptr), so a call whose queries all certify waits for the device once instead of
- * three times (for the counts, the select, the download): the fixed cost that dominates
- * calls of a few queries over 1M rows. Not where the results go through the pipelined
- * download (large results into pageable arrays): there the download's milliseconds dwarf a
- * round trip, and the speculative calls measured 0.1-0.17 ms slower at 5M rows, B = 64,
- * k = 8192 (cause not established). The host then certifies from the same counts; if a
- * query is not certified, or keeps more candidates than its block stages or sorts, the call
- * goes on exactly as without speculation (recoveries, the select again, the download
- * again), so no answer depends on it. Returns 0 (off) or the block's threads, as the
- * select step picks them (select_threads). The first form sized the block by what a query
- * was expected to admit (the 256-thread block up to 768 admissions), with staging for the
- * capacity (bench/RESULTS.md, "Speculative select", "Select sized by what is kept").
+/* The speculative select (sieve__cuda_knn): for k up to SEL_SPEC_MAX_K, at any batch, the
+ * block select and the result download are queued right behind the scan, each query
+ * certified on the device by the host's own test (select_block_kernel with use == nullptr),
+ * so a call whose queries all certify waits for the device once instead of three times (for
+ * the counts, the select, the download): the fixed cost that dominates calls of a few
+ * queries over 1M rows. Not where the results go through the pipelined download (large
+ * results into pageable arrays): there the download's milliseconds dwarf a round trip, and
+ * the speculative calls measured 0.1-0.17 ms slower at 5M rows, B = 64, k = 8192 (cause not
+ * established). The host then certifies from the same counts; if a query is not certified,
+ * or keeps more candidates than its block stages or sorts, the call goes on exactly as
+ * without speculation (recoveries, the select again, the download again), so no answer
+ * depends on it. Returns 0 (off) or the block's threads, as the select step picks them
+ * (select_threads). The first form sized the block by what a query was expected to admit
+ * (the 256-thread block up to 768 admissions), with staging for the capacity, and stopped
+ * at 128 queries (bench/RESULTS.md, "Speculative select", "Select sized by what is kept");
+ * above 128 queries, whole calls on the H200 alternating with it off: 1M rows B = 256
+ * 0.6-10% faster (k = 8192 to k = 128), B = 1024 0.3-2%; 5M B = 256-512 0.2-4% faster at 7
+ * of 8 shapes (one 1% slower), B = 1024 within +-2%, the spread of those runs ("The
+ * speculative select at any batch").
  * SIEVE_CUDA_SPECULATE=0 turns it off; =small or =large forces the 256- or the 1024-thread
  * block (tests: a query keeping more than the small block sorts; benchmarks). */
 constexpr uint32_t SEL_SPEC_MAX_K = 8192;
@@ -1946,7 +1949,7 @@ uint32_t speculation(const Plan &pl, uint64_t n_rows, Dl dl) {
     if (e && !strcmp(e, "0")) return 0;
     const char *sel = getenv("SIEVE_CUDA_SELECT");
     if (sel && !strcmp(sel, "segmented")) return 0;
-    if (pl.nq > SEL_SMALL_MAX_QUERIES || pl.k > SEL_SPEC_MAX_K || dl == Dl::PIPELINED) return 0;
+    if (pl.k > SEL_SPEC_MAX_K || dl == Dl::PIPELINED) return 0;
     if (e && !strcmp(e, "small")) return SEL_SMALL_T;
     if (e && !strcmp(e, "large")) return SEL_T;
     return select_threads(pl.k, n_rows, pl.S, 0);
@@ -1980,9 +1983,15 @@ unsigned chain_stages(const sieve__cuda_ctx *c, uint32_t nq) {
     return m;
 }
 
-/* Pinned bytes the speculative select needs: the staged results, then its report (at
- * results_bytes, as on the device). */
-size_t spec_pinned_bytes(const Plan &pl) { return results_bytes(pl) + report_bytes(pl.nq) + 64; }
+/* Where the speculative select's report lands in the pinned buffer: behind the staged
+ * results (at results_bytes, as on the device: one copy brings both), or at its start when
+ * the results go straight into the caller's page-locked arrays (DIRECT). */
+size_t spec_report_at(const Plan &pl, Dl dl) { return dl == Dl::STAGED ? results_bytes(pl) : 0; }
+
+/* Pinned bytes the speculative select needs: the report and, STAGED, the results before it. */
+size_t spec_pinned_bytes(const Plan &pl, Dl dl) {
+    return spec_report_at(pl, dl) + report_bytes(pl.nq) + 64;
+}
 
 int setup(Search &S, void *ctx, const sieve_matrix *m, uint32_t nq, const sieve_search_params *p,
           bool full_only) {
@@ -2061,7 +2070,7 @@ extern "C" int sieve__cuda_knn(void *ctx, const sieve_matrix *m, const float *qu
        under the queries' upload */
     const Dl dl = download_kind(S, out_rows, out_scores);
     const uint32_t spec = speculation(pl, m->n_rows, dl);
-    if (spec && (rc = ensure_pinned(S.c, spec_pinned_bytes(pl)))) return rc;
+    if (spec && (rc = ensure_pinned(S.c, spec_pinned_bytes(pl, dl)))) return rc;
 
     rc = upload_queries(S, queries);
     if (rc) return rc;
@@ -2135,7 +2144,7 @@ extern "C" int sieve__cuda_knn(void *ctx, const sieve_matrix *m, const float *qu
             const uint32_t most = pl.cap;
             rc = launch_select_sized(S, spec, nullptr, most, metric, chain(CH_SELECT));
             if (rc) return rc;
-            unsigned char *hr = (unsigned char *)S.c->pinned + results_bytes(pl);
+            unsigned char *hr = (unsigned char *)S.c->pinned + spec_report_at(pl, dl);
             if (dl == Dl::DIRECT) /* the report alone; STAGED brings it with the results */
                 SIEVE_CUDA_TRY(cudaMemcpyAsync(hr, S.at<unsigned char>(S.L.report),
                                                report_bytes(n_queries), cudaMemcpyDeviceToHost,

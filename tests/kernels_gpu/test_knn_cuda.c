@@ -536,8 +536,8 @@ Test(knn_cuda, default_sample_size_by_k_and_rows, .timeout = 600) {
  * say whether it ran and whether it missed: certified batches at k = 1 to 8192 with Dot,
  * Euclid and masks (no miss), forced underfill and overflow (a miss: recoveries after all),
  * queries keeping more candidates than the 256-thread block sorts (SIEVE_CUDA_SPECULATE=small
- * at k = 1500: a miss), and the limits (129 queries, k = 12288, a large result into pageable
- * arrays, the segmented select forced: not speculated). */
+ * at k = 1500: a miss), batches of 129 to 1024 queries, and the limits (k = 12288, a large
+ * result into pageable arrays, the segmented select forced: not speculated). */
 Test(knn_cuda, speculative_select_matches_certify_first, .timeout = 900) {
     SKIP_WITHOUT_GPU();
     sieve_device *gpu = NULL, *cpu = NULL;
@@ -569,7 +569,11 @@ Test(knn_cuda, speculative_select_matches_certify_first, .timeout = 900) {
         {dm, SIEVE_METRIC_DOT, 7, 100, UNDERFILL, 0, NULL},
         {dm, SIEVE_METRIC_DOT, 7, 100, OVERFLOW, 1, NULL},
         {dm, SIEVE_METRIC_DOT, 3, 1500, SMALL_OVER, 0, "small"},
-        {dm, SIEVE_METRIC_DOT, 129, 10, NOT_SPEC, 0, NULL},
+        {dm, SIEVE_METRIC_DOT, 129, 10, PLAIN, 0, NULL},
+        {dm, SIEVE_METRIC_DOT, 1024, 128, PLAIN, 0, NULL},  /* 1.5 MB staged */
+        {dm, SIEVE_METRIC_DOT, 1024, 1024, PLAIN, 1, NULL}, /* 12.6 MB page-locked */
+        {mm, SIEVE_METRIC_EUCLID, 300, 64, PLAIN, 1, NULL},
+        {dm, SIEVE_METRIC_DOT, 300, 100, UNDERFILL, 0, NULL},
         {dm, SIEVE_METRIC_DOT, 2, 12288, NOT_SPEC, 0, NULL},
     };
     for (size_t ci = 0; ci < sizeof cs / sizeof *cs; ci++) {
@@ -674,7 +678,7 @@ Test(knn_cuda, chained_launches_match_sequential, .timeout = 900) {
         {dm, 128, SIEVE_METRIC_DOT, 7, 100, UNDERFILL, 0, 2, 1},
         {dm, 128, SIEVE_METRIC_DOT, 7, 100, OVERFLOW, 1, 2, 1},
         {mm, 128, SIEVE_METRIC_COSINE, 5, 100, PLAIN, 0, 2, 1},
-        {mm, 128, SIEVE_METRIC_DOT, 200, 64, PLAIN, 0, 2, 0},
+        {mm, 128, SIEVE_METRIC_DOT, 200, 64, PLAIN, 0, 2, 1},
         {fm, 128, SIEVE_METRIC_DOT, 3, 50, PLAIN, 0, 0, 1},
         {fm, 128, SIEVE_METRIC_EUCLID, 40, 10, PLAIN, 0, 0, 1},
         {om, 100, SIEVE_METRIC_DOT, 9, 32, PLAIN, 0, 0, 1},
