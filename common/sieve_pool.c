@@ -183,26 +183,49 @@ void sieve_pool_for(sieve_pool *p, size_t n_items, sieve_pool_item_fn fn, void *
     pthread_mutex_unlock(&p->mu);
 }
 
+/* The pieces of a sieve_pool_memcpyv: copy c's pieces are first[c] .. first[c + 1] - 1. */
+/* Copies one sieve_pool_memcpyv loop takes at most. */
+#define COPY_MAX 8
+
 typedef struct copy_job {
-    unsigned char *dst;
-    const unsigned char *src;
+    const sieve_pool_copy *c;
     size_t n;
+    size_t first[COPY_MAX + 1];
 } copy_job;
 
 static void copy_piece(void *ctx, size_t i) {
     const copy_job *j = ctx;
-    const size_t off = i * SIEVE_POOL_PIECE;
-    const size_t len = j->n - off < SIEVE_POOL_PIECE ? j->n - off : SIEVE_POOL_PIECE;
-    memcpy(j->dst + off, j->src + off, len);
+    size_t c = 0;
+    while (i >= j->first[c + 1]) c++;
+    const size_t off = (i - j->first[c]) * SIEVE_POOL_PIECE;
+    const size_t left = j->c[c].n - off;
+    memcpy((unsigned char *)j->c[c].dst + off, (const unsigned char *)j->c[c].src + off,
+           left < SIEVE_POOL_PIECE ? left : SIEVE_POOL_PIECE);
+}
+
+void sieve_pool_memcpyv(sieve_pool *p, const sieve_pool_copy *copies, size_t n_copies) {
+    size_t bytes = 0;
+    for (size_t c = 0; c < n_copies; c++) bytes += copies[c].n;
+    if (!p || p->workers == 1 || bytes <= SIEVE_POOL_ALONE_MAX) {
+        for (size_t c = 0; c < n_copies; c++)
+            if (copies[c].n) memcpy(copies[c].dst, copies[c].src, copies[c].n);
+        return;
+    }
+    /* more copies than one job holds: in groups (each group one loop) */
+    for (size_t c0 = 0; c0 < n_copies; c0 += COPY_MAX) {
+        copy_job j;
+        j.c = copies + c0;
+        j.n = n_copies - c0 < COPY_MAX ? n_copies - c0 : COPY_MAX;
+        j.first[0] = 0;
+        for (size_t c = 0; c < j.n; c++)
+            j.first[c + 1] = j.first[c] + (j.c[c].n + SIEVE_POOL_PIECE - 1) / SIEVE_POOL_PIECE;
+        sieve_pool_for(p, j.first[j.n], copy_piece, &j);
+    }
 }
 
 void sieve_pool_memcpy(sieve_pool *p, void *dst, const void *src, size_t n) {
-    if (!p || p->workers == 1 || n <= 2 * SIEVE_POOL_PIECE) {
-        if (n) memcpy(dst, src, n);
-        return;
-    }
-    copy_job j = {dst, src, n};
-    sieve_pool_for(p, (n + SIEVE_POOL_PIECE - 1) / SIEVE_POOL_PIECE, copy_piece, &j);
+    const sieve_pool_copy c = {dst, src, n};
+    sieve_pool_memcpyv(p, &c, 1);
 }
 
 void sieve_copy_stream(void *dst, const void *src, size_t n) {

@@ -1680,10 +1680,10 @@ void download_unstage(const Search &S, int64_t *out_rows, float *out_scores,
                       uint32_t *out_counts) {
     const size_t nr = (size_t)S.pl.nq * S.pl.k;
     const unsigned char *h = (const unsigned char *)S.c->pinned;
-    sieve_pool *hc = host_copier(S.c);
-    sieve_pool_memcpy(hc, out_rows, h, nr * 8);
-    sieve_pool_memcpy(hc, out_scores, h + nr * 8, nr * 4);
-    if (out_counts) memcpy(out_counts, h + nr * 12, S.pl.nq * 4);
+    const sieve_pool_copy c[3] = {{out_rows, h, nr * 8},
+                                  {out_scores, h + nr * 8, nr * 4},
+                                  {out_counts, h + nr * 12, out_counts ? S.pl.nq * 4 : 0}};
+    sieve_pool_memcpyv(host_copier(S.c), c, 3); /* one loop for the three */
 }
 
 int download_results(Search &S, int64_t *out_rows, float *out_scores, uint32_t *out_counts) {

@@ -174,7 +174,8 @@ static void assert_copied(const unsigned char *dst, const unsigned char *src, si
 
 Test(pool, memcpy_equals_memcpy) {
     const size_t P = SIEVE_POOL_PIECE;
-    const size_t sizes[] = {0, 1, 63, 2 * P, 2 * P + 1, 3 * P - 1, 3 * P, 1000003, 5u << 20};
+    const size_t A = SIEVE_POOL_ALONE_MAX;
+    const size_t sizes[] = {0, 1, 63, A, A + 1, A + P - 1, A + P, 1000003, 5u << 20};
     const size_t maxn = (5u << 20) + 64;
     unsigned char *src = random_bytes(maxn, 12345), *dst = malloc(maxn);
     cr_assert_not_null(dst);
@@ -197,6 +198,55 @@ Test(pool, memcpy_equals_memcpy) {
     cr_assert_eq(memcmp(dst, src, 1000003), 0);
     free(src);
     free(dst);
+}
+
+/* A vectored copy (one loop over the pieces of all copies) writes each copy's bytes and
+ * nothing between them: copies of 0 bytes, less than a piece, exact pieces and many pieces,
+ * more copies than one loop takes (in groups), in one buffer with a 64-byte guard gap after
+ * each target, at 1, 4 and 7 threads and without a pool; the copies' sum both under and
+ * over what goes to the calling thread alone (SIEVE_POOL_ALONE_MAX). */
+Test(pool, memcpyv_equals_memcpy) {
+    const size_t P = SIEVE_POOL_PIECE;
+    const size_t sets[][11] = {
+        {3, 100, 0, 7},                            /* small: the calling thread */
+        {3, 8 * P, 4 * P, 5},                      /* results: rows, scores, counts */
+        {3, 8 * P + 1, 0, 2 * P - 1},              /* pieces across uneven copies */
+        {10, 1, P, 0, 3 * P + 17, 2, P - 3, 0, 5 * P, 64, 2 * P}, /* two groups */
+    };
+    for (uint32_t workers = 0; workers <= 7; workers += workers ? 3 : 1) {
+        sieve_pool *p = NULL;
+        if (workers) cr_assert_eq(sieve_pool_create(workers, 100, &p), 0);
+        for (size_t si = 0; si < sizeof sets / sizeof sets[0]; si++) {
+            const size_t nc = sets[si][0];
+            const size_t *n = &sets[si][1];
+            size_t total = 0;
+            for (size_t c = 0; c < nc; c++) total += n[c] + 64;
+            unsigned char *src = random_bytes(total, 99 + si), *dst = malloc(total);
+            cr_assert_not_null(dst);
+            memset(dst, 0xA5, total);
+            sieve_pool_copy cp[10];
+            size_t off = 0;
+            for (size_t c = 0; c < nc; c++) {
+                cp[c] = (sieve_pool_copy){dst + off + 3, src + off, n[c]}; /* target +3 */
+                off += n[c] + 64;
+            }
+            sieve_pool_memcpyv(p, cp, nc);
+            off = 0;
+            for (size_t c = 0; c < nc; c++) {
+                char what[64];
+                snprintf(what, sizeof what, "%u threads, set %zu, copy %zu", workers, si, c);
+                cr_assert_eq(memcmp(dst + off + 3, src + off, n[c]), 0, "%s: bytes differ", what);
+                for (size_t i = 0; i < 3; i++)
+                    cr_assert_eq(dst[off + i], 0xA5, "%s: written before the target", what);
+                for (size_t i = off + 3 + n[c]; i < off + n[c] + 64; i++)
+                    cr_assert_eq(dst[i], 0xA5, "%s: written past the target", what);
+                off += n[c] + 64;
+            }
+            free(src);
+            free(dst);
+        }
+        sieve_pool_destroy(p);
+    }
 }
 
 /* The streaming-store copy equals memcpy at every size and at every alignment of source and
