@@ -1937,9 +1937,9 @@ int select_segmented(Search &S, const unsigned char *used, int metric) {
  * (the 256-thread block up to 768 admissions), with staging for the capacity, and stopped
  * at 128 queries (bench/RESULTS.md, "Speculative select", "Select sized by what is kept");
  * above 128 queries, whole calls on the H200 alternating with it off: 1M rows B = 256
- * 0.6-10% faster (k = 8192 to k = 128), B = 1024 0.3-2%; 5M B = 256-512 0.2-4% faster at 7
- * of 8 shapes (one 1% slower), B = 1024 within +-2%, the spread of those runs ("The
- * speculative select at any batch").
+ * 0.6-10% faster (k = 8192 to k = 128), B = 1024 0.3-2%; 5M B = 256-512 0.2-4% faster at 6
+ * of 8 shapes (one unchanged, one 1% slower), B = 1024 within +-2%, the spread of those
+ * runs ("The speculative select at any batch").
  * SIEVE_CUDA_SPECULATE=0 turns it off; =small or =large forces the 256- or the 1024-thread
  * block (tests: a query keeping more than the small block sorts; benchmarks). */
 constexpr uint32_t SEL_SPEC_MAX_K = 8192;
