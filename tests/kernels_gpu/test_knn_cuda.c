@@ -289,6 +289,12 @@ Test(knn_cuda, large_batches_and_k, .timeout = 1800) {
     run_case(&g);
     gcase h = {SIEVE_DTYPE_F16, SIEVE_METRIC_DOT, SIEVE_PATTERN_NORMAL, 5000000, 768, 1024, 16, 8192, 0, 0, 0};
     run_case(&h);
+    /* 1,100 pageable queries of 256 floats (1.07 MiB, staged by the host threads in 18
+       pieces, the last partial) against the float64 reference on the host: both search
+       paths read the same uploaded queries, so only the reference sees a piece staged or
+       sent wrongly */
+    gcase u = {SIEVE_DTYPE_F16, SIEVE_METRIC_COSINE, SIEVE_PATTERN_NORMAL, 40009, 256, 256, 1100, 10, 0, 0, 1};
+    run_case(&u);
 }
 
 /* The select step every way (SIEVE_CUDA_SELECT): the block sort in shared memory (the
