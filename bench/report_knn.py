@@ -5,7 +5,10 @@ speedup, recovery paths), the cost of large k, a summary against the retrieval t
 (bench/RESULTS.md quotes them: every shape within 1.2x of its floor; 5M float16 B = 64
 k = 128 at or under 2.2 ms; 8,841,823 rows B = 64 under 3.9 ms; 5M B = 1024 under 14 ms;
 k up to 8192 at most 15% over k = 128; beside the named shapes, torch's scoring GEMM alone
-where torch_knn.py measured it) and PNG plots of time vs N and time vs k.
+where torch_knn.py measured it; for each shape over 1.2x, where its time goes and a bound from
+what was measured: the floor or the GEMM alone, plus the results over the bus, and for each
+k-cost miss whether the extra results' transfer alone exceeds the 15%) and PNG plots of time
+vs N and time vs k.
 
 usage: bench/report_knn.py --sieve knn.json --torch torch.json [--ceilings c.json]
                            [--md out.md] [--plots PREFIX]
@@ -34,6 +37,12 @@ def res(r):
 FLOOR_RATIO = 1.2      # every shape within 1.2x of its floor
 BW_GBS = 4250          # sieve-bench's default --bw: the memory side of its floor
 DSIZE = {"float16": 2, "bfloat16": 2, "float32": 4}
+# The device-to-host rate of page-locked copies measured on the H200 machine (100 MiB in
+# 1.913 ms: bench/results/h200-v27-runs/probe.txt), and the fewest bytes a result can cross
+# the bus in (a 32-bit row and a float32 score): the results' transfer after the select is a
+# cost the floor leaves out.
+BUS_GBS = 55
+RESULT_BYTES = 8
 K_COST = 0.15          # k up to K_MAX at most 15% over k = 128
 K_MAX = 8192
 # (N, batch, limit ms): the named shapes (float16; every k of the run up to 1024 is judged)
@@ -51,11 +60,32 @@ def bound(r):
     return "memory" if r["floor_ms"] <= mem_ms * 1.001 else "compute"
 
 
-def misses(timed):
+def bus_ms(r):
+    """The results' transfer to the host at the least: batch x k x RESULT_BYTES at BUS_GBS."""
+    return r["batch"] * r["k"] * RESULT_BYTES / (BUS_GBS * 1e6)
+
+
+def measured_bound(r, gemm):
+    """A lower bound on the shape's call from what was measured, in ms, and what it is made
+    of: the floor, or where the floor is compute-bound and torch's scoring GEMM alone was
+    measured slower than the floor but faster than the search's scan phase, that GEMM (the
+    machine's sustained matrix rate: the floor's rate is a short burst at the boost clock;
+    a GEMM slower than the scan bounds nothing); plus the results over the bus, which follow
+    the scan."""
+    g = gemm.get((r["n"], r["dtype"], r["batch"]))
+    if bound(r) == "compute" and g and r["floor_ms"] < g <= r.get("scan_ms", r["fused_ms"]):
+        return g + bus_ms(r), "GEMM alone + bus"
+    return r["floor_ms"] + bus_ms(r), "floor + bus"
+
+
+def misses(timed, gemm=None):
     """Markdown lines: where each shape over 1.2x of its floor spends its time. The scan
     phase is sieve-bench's scan_ms (with the select and the download when the call queued
     them behind the scan: "in scan" in the table above); outside it, the query upload and
-    sample, the select and the results' download to the host."""
+    sample, the select and the results' download to the host. Beside it the measured bound
+    (measured_bound): where it is itself over 1.2x of the floor, the line cannot be reached
+    on that machine."""
+    gemm = gemm or {}
     missed = [r for r in timed if r["fused_ms"] > FLOOR_RATIO * r["floor_ms"]]
     if not missed or not all("scan_ms" in r for r in missed):
         return []
@@ -63,20 +93,34 @@ def misses(timed):
            "fused scan phase, with the select and download where they were queued behind it; "
            "outside: query upload and sample, select, result download; the phases are those of "
            "the last timed call, the time the median; floor bound: the side of the floor's max "
-           f"at {BW_GBS} GB/s):", "",
+           f"at {BW_GBS} GB/s; bus: batch x k results of {RESULT_BYTES} bytes at {BUS_GBS} GB/s, "
+           "the device-to-host rate measured; measured bound: the floor, or torch's scoring "
+           "GEMM alone where the floor is compute-bound and the GEMM took longer than the floor "
+           "but not longer than the scan, plus the bus):",
+           "",
            "  | N | dtype | results | B | k | time / floor | floor bound | scan / floor | "
-           "outside the scan, ms | over 1.2x by, ms |",
-           "  |---|---|---|---|---|---|---|---|---|---|"]
+           "outside the scan, ms | over 1.2x by, ms | bus, ms | measured bound / floor |",
+           "  |---|---|---|---|---|---|---|---|---|---|---|---|"]
     scan_ok = 0
+    beyond = []
     for r in missed:
         scan = min(r["scan_ms"], r["fused_ms"])
         scan_ok += scan <= FLOOR_RATIO * r["floor_ms"]
+        mb, what = measured_bound(r, gemm)
+        if mb > FLOOR_RATIO * r["floor_ms"]:
+            beyond.append(what)
         out.append(f"  | {r['n']:,} | {r['dtype']} | {res(r)} | {r['batch']} | {r['k']} | "
                    f"{r['fused_ms'] / r['floor_ms']:.2f}x | {bound(r)} | {scan / r['floor_ms']:.2f}x | "
-                   f"{r['fused_ms'] - scan:.3f} | {r['fused_ms'] - FLOOR_RATIO * r['floor_ms']:.3f} |")
+                   f"{r['fused_ms'] - scan:.3f} | {r['fused_ms'] - FLOOR_RATIO * r['floor_ms']:.3f} | "
+                   f"{bus_ms(r):.3f} | {mb / r['floor_ms']:.2f}x ({what}) |")
     out.append("")
     out.append(f"  Of these {len(missed)}, the scan phase alone is within {FLOOR_RATIO}x in {scan_ok}: "
                "their time over the floor is outside the scan.")
+    if beyond:
+        n_g = sum(1 for w in beyond if w.startswith("GEMM"))
+        out.append(f"  In {len(beyond)} of them the measured bound is itself over {FLOOR_RATIO}x of "
+                   f"the floor ({n_g} with the GEMM alone, {len(beyond) - n_g} with the floor): "
+                   "no search reaches the line there at the rates measured on that machine.")
     return out
 
 
@@ -100,7 +144,7 @@ def targets(sv, gemm=None):
         ok = sum(1 for r in g if r["fused_ms"] <= FLOOR_RATIO * r["floor_ms"])
         out.append(f"  | {n:,} | {d} | {rs} | {len(g)} | {ok} | B = {w['batch']}, k = {w['k']}, "
                    f"{w['fused_ms'] / w['floor_ms']:.2f}x |")
-    out.extend(misses(timed))
+    out.extend(misses(timed, gemm))
     out.append("")
     for n, b, limit, ks in NAMED:
         for r in timed:
@@ -122,7 +166,12 @@ def targets(sv, gemm=None):
         out.append(f"- k up to {K_MAX} at most {K_COST:.0%} over k = 128: {ok} of {len(costs)} shapes; "
                    "the largest cost of each:")
         for (n, d, rs, b), (c, k) in sorted(costs.items()):
-            out.append(f"  - {n:,} {d} {rs} B = {b}: {c:+.0%} at k = {k}: {verdict(c <= K_COST)}")
+            # the k results more than at k = 128 cross the bus after the select: where that
+            # alone costs more than the allowance, no search meets it on this machine
+            extra = b * (k - 128) * RESULT_BYTES / (BUS_GBS * 1e6) / base[(n, d, rs, b)]
+            why = (f" (the extra results over the bus alone: {extra:+.0%})"
+                   if c > K_COST and extra > K_COST else "")
+            out.append(f"  - {n:,} {d} {rs} B = {b}: {c:+.0%} at k = {k}: {verdict(c <= K_COST)}{why}")
     return out
 
 
