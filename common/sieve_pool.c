@@ -183,10 +183,10 @@ void sieve_pool_for(sieve_pool *p, size_t n_items, sieve_pool_item_fn fn, void *
     pthread_mutex_unlock(&p->mu);
 }
 
-/* The pieces of a sieve_pool_memcpyv: copy c's pieces are first[c] .. first[c + 1] - 1. */
 /* Copies one sieve_pool_memcpyv loop takes at most. */
 #define COPY_MAX 8
 
+/* The pieces of a sieve_pool_memcpyv loop: copy c's pieces are first[c] .. first[c + 1] - 1. */
 typedef struct copy_job {
     const sieve_pool_copy *c;
     size_t n;
