@@ -99,18 +99,26 @@ def main():
     check(not any("float32" in x and "target" in x for x in lines), "no named target for float32 lines",
           [x for x in lines if "target" in x], [])
 
+    def with_torch(torch_rows, what):
+        """The report's lines with torch_knn.py lines (5M float16: batch, k, torch_ms and,
+        where given, matmul_ms) beside the sieve lines."""
+        tj = os.path.join(tmp, "torch.json")
+        with open(tj, "w") as f:
+            for b, k, t, mm in torch_rows:
+                r = {"mode": "torch", "n": 5_000_000, "dim": 768, "dtype": "float16", "batch": b,
+                     "k": k, "torch_ms": t}
+                if mm is not None:
+                    r["matmul_ms"] = mm
+                f.write(json.dumps(r) + "\n")
+        p = subprocess.run([sys.executable, REPORT, "--sieve", src, "--torch", tj, "--md", md],
+                           capture_output=True, text=True, timeout=120)
+        check(p.returncode == 0, f"report_knn.py --torch ({what}) exits 0",
+              (p.returncode, p.stderr[-500:]), 0)
+        return open(md).read().splitlines() if os.path.exists(md) else []
+
     # with torch's lines: the scoring GEMM alone (matmul_ms) beside the named shape it was
     # measured for, and torch's matmul + topk in the table
-    tj = os.path.join(tmp, "torch.json")
-    with open(tj, "w") as f:
-        f.write(json.dumps({"mode": "torch", "n": 5_000_000, "dim": 768, "dtype": "float16",
-                            "batch": 1024, "k": 128, "torch_ms": 52.5, "matmul_ms": 13.35}) + "\n")
-        f.write(json.dumps({"mode": "torch", "n": 5_000_000, "dim": 768, "dtype": "float16",
-                            "batch": 64, "k": 128, "torch_ms": 4.4}) + "\n")
-    p = subprocess.run([sys.executable, REPORT, "--sieve", src, "--torch", tj, "--md", md],
-                       capture_output=True, text=True, timeout=120)
-    check(p.returncode == 0, "report_knn.py --torch exits 0", (p.returncode, p.stderr[-500:]), 0)
-    lines = open(md).read().splitlines() if os.path.exists(md) else []
+    lines = with_torch([(1024, 128, 52.5, 13.35), (64, 128, 4.4, None)], "the GEMM alone")
     has("- 5,000,000 float16 pageable B = 1024 k = 128: 14.500 ms (target 14.0 ms; the GEMM alone "
         "(torch, no selection) 13.350 ms): missed")
     has("- 5,000,000 float16 pageable B = 64 k = 128: 2.000 ms (target 2.2 ms): met")
@@ -123,13 +131,7 @@ def main():
         "1 with the floor): no search reaches the line there at the rates measured on that machine.")
 
     # a GEMM slower than the search's scan bounds nothing: the floor stays the bound
-    with open(tj, "w") as f:
-        f.write(json.dumps({"mode": "torch", "n": 5_000_000, "dim": 768, "dtype": "float16",
-                            "batch": 1024, "k": 128, "torch_ms": 52.5, "matmul_ms": 20.0}) + "\n")
-    p = subprocess.run([sys.executable, REPORT, "--sieve", src, "--torch", tj, "--md", md],
-                       capture_output=True, text=True, timeout=120)
-    check(p.returncode == 0, "report_knn.py --torch (a slow GEMM) exits 0", (p.returncode, p.stderr[-500:]), 0)
-    lines = open(md).read().splitlines() if os.path.exists(md) else []
+    lines = with_torch([(1024, 128, 52.5, 20.0)], "a GEMM slower than the scan")
     has("  | 5,000,000 | float16 | pageable | 1024 | 128 | 1.31x | compute | 1.28x | 0.300 | 1.180 | "
         "0.019 | 1.00x (floor + bus) |")
 
