@@ -1533,7 +1533,7 @@ bool host_pinned(const void *p, size_t len) {
  * stream_threads()); threads started for the copy cost about 40 us each (3 MiB over 8
  * started threads: 0.22 ms). The copies are loops over pieces that the calling thread
  * starts on at once and the pool's threads join as they wake (sieve_pool_for); copies of
- * up to two pieces (512 KiB) stay on the calling thread. A first version that split even
+ * up to SIEVE_POOL_ALONE_MAX (512 KiB) in all stay on the calling thread. A first version that split even
  * 0.2-0.4 MB copies over every thread and waited for each to take its share was 0.11-0.15
  * ms slower at 5M rows B = 64 k = 128 (call 3 of bench/results/h200-v27-runs); this one
  * gains 6-14% on large pageable results and is unchanged elsewhere (call 4; bench/RESULTS.md,
