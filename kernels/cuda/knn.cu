@@ -13,10 +13,11 @@
  *      edge that already holds k, and what still fails takes the full path (every eligible
  *      row materialised and sorted), so no answer depends on the sample;
  *   5. select: per query, the candidates at or above the threshold bin sorted (key desc,
- *      row asc) and the first k written out: by one block in shared memory where they fit
- *      (select_block_kernel), else by one segmented sort. For up to 128 queries the block
- *      select and the download usually run before step 4, speculatively (speculation()):
- *      the blocks certify on the device, and step 4 checks their report.
+ *      row asc) and the first k written out: by one block in shared memory where they fit,
+ *      or by up to four blocks each sorting a run of consecutive histogram bins
+ *      (select_block_kernel), else by one segmented sort. The block select and the download
+ *      usually run before step 4, speculatively (speculation()): the blocks certify on the
+ *      device, and step 4 checks their report.
  * Must not: be called except through kernels/device.c; allocate on the fused path when the
  * caller passes scratch.
  */
@@ -559,8 +560,9 @@ __global__ void extract_kernel(const uint64_t *sorted, size_t ld, const uint32_t
     }
 }
 
-/* One block per query, in place of compact + segmented sort + extract when every used
- * query's candidates fit the block (min(cnt, cap) <= T * IMAX): finds the threshold bin as
+/* One block per query (or per part of a query, below), in place of compact + segmented
+ * sort + extract when every used query's kept candidates fit the block: finds the threshold
+ * bin as
  * compact_top_kernel does (a suffix sum of the histogram in place of its serial walk),
  * compacts the candidates at or above it into shared memory, sorts those with a block radix
  * sort sized by their number (T * I >= m, I <= IMAX) and writes the first k (best first,
@@ -572,13 +574,21 @@ __global__ void extract_kernel(const uint64_t *sorted, size_t ld, const uint32_t
  * order is a full sort's. The staging holds spec.stage candidates (at most T * IMAX, what
  * the block sorts): what a query keeps is known before it is compacted (the histogram counts
  * exactly the buffered candidates of a used query, so the kept ones number the threshold
- * bin's count from the top), and a query keeping more is left to the segmented select:
- * over[q] = 1 and *n_over counts it. So the staging and the block are sized by what is kept
- * (about k), not by what is admitted. Shared memory: select_block_smem<T, IMAX>(stage).
+ * bin's count from the top), and a query keeping more is split into parts (blockIdx.y, up to
+ * gridDim.y) of consecutive bins from the top, each at most what a block stages and sorts by
+ * the histogram's counts; part i sorts the candidates between its bins' edges and writes
+ * them behind the candidates above its upper edge, which it counts itself (so its ranks
+ * hold whatever the histogram said), and the last part writes the count and the padding.
+ * Keys in different bins differ, so the parts' concatenation is the full sort's order. A
+ * query whose split needs more parts than launched, or whose one bin holds more than a
+ * block sorts, is left to the segmented select: over[q] = 1 and *n_over counts it. So the
+ * staging and the block are sized by what is kept (about k), not by what is admitted.
+ * Shared memory: select_block_smem<T, IMAX>(stage).
  * Speculative (use == nullptr, the speculative select of sieve__cuda_knn): each block
  * certifies its query as the host would (SelSpec), copies its count and secondary boundary
  * into the report, and hands back (over[q] = 1) a query keeping more than the staging
- * holds; n_over is then nullptr. */
+ * holds; n_over is then nullptr. Measured on the H200 (bench/RESULTS.md, "The block select
+ * in parts"). */
 template <int T, int I>
 using SelSort = cub::BlockRadixSort<uint64_t, T, I>;
 
@@ -602,6 +612,8 @@ struct SelOut {
 struct SelSpec {
     uint64_t n_e;
     uint32_t stage;
+    uint32_t part_max; /* the most kept candidates a part takes where the batch leaves SMs
+                          idle (else up to what the block sorts) */
     const uint32_t *thr2; /* speculative: copied into the report */
     uint32_t *report;     /* speculative: [nq] counts, [nq] thr2, [nq] bytes `over` */
 };
@@ -609,9 +621,14 @@ struct SelSpec {
 /* Bytes of the speculative select's report for nq queries. */
 __host__ __device__ constexpr size_t report_bytes(uint32_t nq) { return (size_t)nq * 9; }
 
+/* Sorts the m staged candidates and writes them at ranks part[0].. (those under k); part[1]
+ * != 0: the query's last part, which also writes the padding past its candidates (rows -1,
+ * NaN scores) up to k. `part` is in static shared memory and read after the sort (kept out
+ * of the registers the sort needs). */
 template <int T, int I>
 __device__ void sel_sort_write(unsigned char *smem, uint32_t q, uint32_t m, uint32_t hmin,
-                               uint32_t rb, int end_bit, const SelOut &o) {
+                               uint32_t rb, int end_bit, const SelOut &o,
+                               const uint32_t *part) {
     const uint64_t *stage = reinterpret_cast<const uint64_t *>(smem);
     const uint32_t t = threadIdx.x;
     uint64_t key[I];
@@ -627,14 +644,17 @@ __device__ void sel_sort_write(unsigned char *smem, uint32_t q, uint32_t m, uint
     __syncthreads(); /* the sort reuses the staging memory */
     SelSort<T, I>(*reinterpret_cast<typename SelSort<T, I>::TempStorage *>(smem))
         .SortBlockedToStriped(key, 0, end_bit);
+    const uint32_t off = part[0];
+    const bool last = part[1] != 0;
     const uint64_t rmask = (1ull << rb) - 1;
     const float nan = __int_as_float(0x7fc00000);
-    int64_t *orow = o.rows + (size_t)q * o.k;
-    float *osc = o.scores + (size_t)q * o.k;
+    int64_t *orow = o.rows + (size_t)q * o.k + off;
+    float *osc = o.scores + (size_t)q * o.k + off;
+    const uint32_t room = o.k - off; /* off < k: a part starts above the k-th candidate */
 #pragma unroll
     for (int j = 0; j < I; j++) {
         const uint32_t r = j * T + t;
-        if (r < o.k) {
+        if (r < room && (r < m || last)) {
             int64_t row = -1;
             float sc = nan;
             if (r < m) {
@@ -648,10 +668,53 @@ __device__ void sel_sort_write(unsigned char *smem, uint32_t q, uint32_t m, uint
             osc[r] = sc;
         }
     }
-    for (uint32_t r = (uint32_t)I * T + t; r < o.k; r += T) {
-        orow[r] = -1;
-        osc[r] = nan;
+    if (last)
+        for (uint32_t r = (uint32_t)I * T + t; r < room; r += T) {
+            orow[r] = -1;
+            osc[r] = nan;
+        }
+}
+
+/* A query handed back to the segmented select (or, speculative, to the host): over[q] = 1
+ * and, the first time, one count in *n_over (nullptr: not counted). Where a query's
+ * candidates are sorted in parts (gridDim.y > 1) the flags start zeroed (the launcher) and
+ * any of its blocks may hand it back, so the flag is set with an atomic OR on its 32-bit
+ * word (the layout leaves room past the last flag) and counted only by the block that set
+ * it; with one block per query the block writes the flag either way, as before. */
+__device__ void sel_hand_back(unsigned char *over, uint32_t q, uint32_t *n_over) {
+    if (gridDim.y == 1) {
+        over[q] = 1;
+        if (n_over) atomicAdd(n_over, 1u);
+        return;
     }
+    const uintptr_t a = (uintptr_t)(over + q);
+    const uint32_t sh = (uint32_t)(a & 3) * 8;
+    const uint32_t old = atomicOr(reinterpret_cast<uint32_t *>(a & ~(uintptr_t)3), 1u << sh);
+    if (n_over && !((old >> sh) & 0xffu)) atomicAdd(n_over, 1u);
+}
+
+/* The split of a query's kept candidates (bins bsel and up, suffix counts sufs[0..NBINS],
+ * sufs[NBINS] = 0) into parts of consecutive bins from the top, each at most `size` by the
+ * counts: 1 with this block's part (`part`) in [*lo, *hi), 2 where the split has fewer
+ * parts than that, 0 where it needs more than `parts` or one bin alone holds more than
+ * `size`. Every block of the query finds the same split; the whole block calls it. */
+__device__ int sel_split(const uint32_t *sufs, uint32_t *plo, uint32_t bsel, uint32_t size,
+                         uint32_t part, uint32_t parts, uint32_t *lo, uint32_t *hi) {
+    const uint32_t t = threadIdx.x;
+    uint32_t top = NBINS;
+    for (uint32_t i = 0; i < parts; i++) {
+        if (t == 0) *plo = top;
+        __syncthreads();
+        if (t >= bsel && t < top && sufs[t] - sufs[top] <= size) atomicMin(plo, t);
+        __syncthreads();
+        const uint32_t b = *plo;
+        __syncthreads(); /* (*plo is set again next round) */
+        if (b == top) return 0; /* one bin alone holds more than `size` */
+        if (i == part) *lo = b, *hi = top;
+        if (b == bsel) return part > i ? 2 : 1;
+        top = b;
+    }
+    return 0;
 }
 
 template <int T, int IMAX>
@@ -664,22 +727,24 @@ select_block_kernel(const uint64_t *cand, uint32_t cap, const uint32_t *cnt,
     pdl_wait(); /* the chained gate scan's candidates and counts (speculative) */
     extern __shared__ __align__(16) unsigned char sel_smem[];
     uint64_t *stage = reinterpret_cast<uint64_t *>(sel_smem);
-    __shared__ uint32_t wsum[NBINS / 32], bsel, msel, pos, hmin, hmax;
-    const uint32_t q = blockIdx.x, t = threadIdx.x, lane = t & 31, warp = t >> 5;
+    __shared__ uint32_t wsum[NBINS / 32], sufs[NBINS + 1], bsel, msel, pos, above, plo, hmin,
+        hmax, spart[2]; /* spart: this part's offset and whether it is the last */
+    const uint32_t q = blockIdx.x, part = blockIdx.y, parts = gridDim.y, t = threadIdx.x,
+                   lane = t & 31, warp = t >> 5;
     /* use == nullptr: speculative, the host's certification test on the device */
     const uint32_t cq = cnt[q];
     const bool used = use ? use[q] != 0 : (cq >= o.k || cq >= spec.n_e) && cq <= cap;
-    if (!use && t == 0) { /* what the host certifies from, in the same copy as the results */
+    if (!use && t == 0 && part == 0) { /* what the host certifies from, with the results */
         spec.report[q] = cq;
         spec.report[gridDim.x + q] = spec.thr2[q];
     }
     if (!used) { /* a recovery or the full path writes this query's results */
-        if (t == 0) over[q] = 0;
+        if (t == 0 && parts == 1) over[q] = 0;
         return;
     }
     /* threshold bin: the largest b > 0 whose count from the top reaches k (0: keep all) */
     uint32_t suf = 0;
-    if (t == 0) bsel = 0, pos = 0, hmin = 0xffffffffu, hmax = 0;
+    if (t == 0) bsel = 0, pos = 0, above = 0, hmin = 0xffffffffu, hmax = 0, sufs[NBINS] = 0;
     if (t < NBINS) {
         suf = hist[(size_t)q * NBINS + t];
         for (int d = 1; d < 32; d <<= 1) {
@@ -691,56 +756,81 @@ select_block_kernel(const uint64_t *cand, uint32_t cap, const uint32_t *cnt,
     __syncthreads();
     if (t < NBINS) {
         for (int w = warp + 1; w < NBINS / 32; w++) suf += wsum[w];
+        sufs[t] = suf;
         if (t > 0 && suf >= o.k) atomicMax(&bsel, t);
     }
     __syncthreads();
     if (t == bsel) msel = suf;
     __syncthreads();
     /* the kept candidates are those in the threshold bin and above, as many as the histogram
-       counts there (it counts exactly the buffered candidates of a used query): a query
-       keeping more than the staging holds or the block sorts is handed back before it is
-       compacted (to the segmented select, or, speculative, to the host's select) */
-    const uint32_t n = cnt[q] < cap ? cnt[q] : cap;
+       counts there (it counts exactly the buffered candidates of a used query). Up to `per`
+       (what the staging holds and the block sorts) one block sorts them all; more are split
+       into parts of consecutive bins, each at most `per` by the histogram, from the top bin
+       down (every block of the query finds the same split); part i sorts the candidates in
+       its bins, [edges[lo], edges[hi]), and writes them behind those above edges[hi], which
+       it counts. A query whose split needs more parts than launched, or a bin alone more
+       than `per`, is handed back before it is compacted (to the segmented select, or,
+       speculative, to the host's select). */
+    const uint32_t n = cq < cap ? cq : cap;
     const uint32_t kept = bsel ? msel : n;
-    if (kept > spec.stage || kept > (uint32_t)T * IMAX) {
-        if (t == 0) {
-            over[q] = 1;
-            if (n_over) atomicAdd(n_over, 1u);
-        }
+    const uint32_t per = spec.stage < (uint32_t)T * IMAX ? spec.stage : (uint32_t)T * IMAX;
+    uint32_t lo = bsel, hi = NBINS; /* this block's bins, [lo, hi); hi = NBINS: open above */
+    /* parts of at most `want` (spec.part_max: smaller than a block holds where the batch
+       leaves SMs idle), else of at most `per`, else handed back */
+    const uint32_t want = spec.part_max < per ? spec.part_max : per;
+    int how = kept <= want ? (part ? 2 : 1) /* one block: part 0, every kept bin */
+                           : sel_split(sufs, &plo, bsel, want, part, parts, &lo, &hi);
+    if (!how && want < per) {
+        lo = bsel, hi = NBINS;
+        how = kept <= per ? (part ? 2 : 1) : sel_split(sufs, &plo, bsel, per, part, parts, &lo, &hi);
+    }
+    if (how == 2) return; /* the query needs fewer parts than launched */
+    if (!how) {
+        if (t == 0 && part == 0) sel_hand_back(over, q, n_over);
         return;
     }
-    const float edge = bsel ? edges[(size_t)q * NBINS + bsel] : -__int_as_float(0x7f800000);
-    /* compact the kept candidates into shared memory, one atomic per warp and round */
+    const float *eq = edges + (size_t)q * NBINS;
+    const float ninf = -__int_as_float(0x7f800000);
+    const float edge = lo ? eq[lo] : ninf, ceil_edge = hi < NBINS ? eq[hi] : ninf;
+    const bool capped = hi < NBINS;
+    /* compact this block's candidates into shared memory, one atomic per warp and round, and
+       count those above its bins */
     const uint64_t *c = cand + (size_t)q * cap;
-    uint32_t lo = 0xffffffffu, hi = 0;
+    uint32_t wlo = 0xffffffffu, whi = 0, nabove = 0;
     for (uint32_t base = 0; base < n; base += T) {
         const uint32_t i = base + t;
         uint64_t v = 0;
-        bool keep = false;
+        bool keep = false, up = false;
         if (i < n) {
             v = __ldcs(c + i);
-            keep = cand_key(v) >= edge;
+            const float key = cand_key(v);
+            up = capped && key >= ceil_edge;
+            keep = key >= edge && !up;
         }
         const uint32_t mask = __ballot_sync(0xffffffffu, keep);
+        nabove += __popc(__ballot_sync(0xffffffffu, up));
         uint32_t at = 0;
         if (lane == 0 && mask) at = atomicAdd(&pos, (uint32_t)__popc(mask));
         at = __shfl_sync(0xffffffffu, at, 0);
         const uint32_t slot = at + __popc(mask & ((1u << lane) - 1));
-        if (keep && slot < spec.stage) { /* (a count past the histogram's is handed back) */
+        if (keep && slot < per) { /* (a count past the histogram's is handed back) */
             stage[slot] = v;
             const uint32_t w = (uint32_t)(v >> 32);
-            lo = w < lo ? w : lo;
-            hi = w > hi ? w : hi;
+            wlo = w < wlo ? w : wlo;
+            whi = w > whi ? w : whi;
         }
     }
-    lo = __reduce_min_sync(0xffffffffu, lo);
-    hi = __reduce_max_sync(0xffffffffu, hi);
-    if (lane == 0 && lo <= hi) {
-        atomicMin(&hmin, lo);
-        atomicMax(&hmax, hi);
+    wlo = __reduce_min_sync(0xffffffffu, wlo);
+    whi = __reduce_max_sync(0xffffffffu, whi);
+    if (lane == 0) {
+        if (wlo <= whi) {
+            atomicMin(&hmin, wlo);
+            atomicMax(&hmax, whi);
+        }
+        if (nabove) atomicAdd(&above, nabove);
     }
     __syncthreads();
-    const uint32_t m = pos, h0 = hmin;
+    const uint32_t m = pos, h0 = hmin, off = above;
     const uint32_t rb = n_rows > 1 ? 32 - __clz(n_rows - 1) : 0;
     int end_bit = 1;
     if (m) {
@@ -748,22 +838,30 @@ select_block_kernel(const uint64_t *cand, uint32_t cap, const uint32_t *cnt,
         const uint64_t top = ((uint64_t)(hmax - h0) << rb) | (uint64_t)(n_rows - 1);
         end_bit = 64 - __clzll(top + 1);
     }
-    if (m > spec.stage || m > (uint32_t)T * IMAX) { /* (not when the histogram's count holds) */
-        if (t == 0) {
-            over[q] = 1;
-            if (n_over) atomicAdd(n_over, 1u);
-        }
+    /* (not when the histogram's counts hold; a part whose edges start at or past the k-th
+       candidate would mean the same) */
+    if (m > per || off >= o.k) {
+        if (t == 0) sel_hand_back(over, q, n_over);
         return;
     }
-    if (t == 0) over[q] = 0;
-    if (t == 0) o.counts[q] = m < o.k ? m : o.k;
-    if (m <= (uint32_t)T) return sel_sort_write<T, 1>(sel_smem, q, m, h0, rb, end_bit, o);
-    if (IMAX >= 2 && m <= 2u * T) return sel_sort_write<T, 2>(sel_smem, q, m, h0, rb, end_bit, o);
+    const bool last = lo == bsel;
+    if (t == 0) {
+        if (parts == 1) over[q] = 0;
+        if (last) o.counts[q] = off + m < o.k ? off + m : o.k;
+        spart[0] = off;
+        spart[1] = last;
+    }
+    __syncthreads();
+    if (m <= (uint32_t)T)
+        return sel_sort_write<T, 1>(sel_smem, q, m, h0, rb, end_bit, o, spart);
+    if (IMAX >= 2 && m <= 2u * T)
+        return sel_sort_write<T, 2>(sel_smem, q, m, h0, rb, end_bit, o, spart);
     if constexpr (IMAX >= 4)
-        if (m <= 4u * T) return sel_sort_write<T, 4>(sel_smem, q, m, h0, rb, end_bit, o);
+        if (m <= 4u * T) return sel_sort_write<T, 4>(sel_smem, q, m, h0, rb, end_bit, o, spart);
     if constexpr (IMAX >= 8)
-        if (m <= 8u * T) return sel_sort_write<T, 8>(sel_smem, q, m, h0, rb, end_bit, o);
-    if constexpr (IMAX >= 12) return sel_sort_write<T, 12>(sel_smem, q, m, h0, rb, end_bit, o);
+        if (m <= 8u * T) return sel_sort_write<T, 8>(sel_smem, q, m, h0, rb, end_bit, o, spart);
+    if constexpr (IMAX >= 12)
+        return sel_sort_write<T, 12>(sel_smem, q, m, h0, rb, end_bit, o, spart);
     static_assert(IMAX <= 12, "sort sizes 1, 2, 4, 8, 12");
 }
 
@@ -1220,7 +1318,7 @@ int make_layout(const Plan &pl, uint64_t n_rows, bool full_only, Layout *L) {
     /* the results packed as the pinned staging buffer holds them (rows, scores, counts), then
        the speculative select's report: one copy brings all of it */
     const size_t nr = (size_t)nq * pl.k;
-    L->outrows = take(results_bytes(pl) + report_bytes(nq));
+    L->outrows = take(results_bytes(pl) + report_bytes(nq) + 4); /* + the last flag's word */
     L->outscores = L->outrows + nr * 8;
     L->outcounts = L->outrows + nr * 12;
     L->report = L->outrows + results_bytes(pl);
@@ -1790,9 +1888,10 @@ int download_results(Search &S, int64_t *out_rows, float *out_scores, uint32_t *
     return 0;
 }
 
-/* The select step: the block sort (select_block_kernel), one block per query, for k up to
- * SEL_T * SEL_I; a query keeping more than its block stages or sorts (the threshold bin and
- * above) is handed to compact + segmented sort + extract, as are all queries for larger k.
+/* The select step: the block sort (select_block_kernel), one block per query or per part of
+ * one (select_block_parts), for k up to SEL_BLOCK_MAX_K; a query keeping more than its parts
+ * stage or sort (the threshold bin and above) is handed to compact + segmented sort +
+ * extract, as are all queries for larger k.
  * The block (select_threads): the smallest of SEL_SMALL_T threads (sorting up to
  * SEL_SMALL_T * SEL_SMALL_I), SEL_MID_T (SEL_MID_T * SEL_MID_I) and SEL_T (SEL_T * SEL_I; 64
  * registers a thread at 1024 threads, 16 keys a thread spilled) that sorts what a query is
@@ -1805,14 +1904,54 @@ int download_results(Search &S, int64_t *out_rows, float *out_scores, uint32_t *
  * the most candidates a query admitted, and above 128 queries with at most 1024 the
  * segmented select ran (bench/RESULTS.md "Kernel v19", "Select sized by what is kept").
  * SIEVE_CUDA_SELECT=segmented forces the segmented select, =small the SEL_SMALL_T block at
- * every k up to SEL_T * SEL_I (tests: queries keeping more than it sorts are handed back). */
+ * every k up to SEL_BLOCK_MAX_K (tests: queries split in parts of it, and queries keeping
+ * more than its parts sort, handed back). */
 constexpr uint32_t SEL_SMALL_T = 256, SEL_SMALL_I = 4, SEL_MID_T = 512, SEL_MID_I = 8,
                    SEL_T = 1024, SEL_I = 12;
+
+/* A query keeping more than its block sorts is split into up to SEL_PARTS parts of
+ * consecutive histogram bins, one block each (select_block_kernel); the block path runs for
+ * k up to SEL_BLOCK_MAX_K (three parts of the largest block). Where the batch leaves SMs
+ * idle (fewer queries than SMs: one block of SEL_T threads fills an SM), a query's kept
+ * candidates are split for speed as well, none under SEL_PART_MIN (select_part_max),
+ * since a block sorting fewer keys a thread finishes sooner. */
+constexpr uint32_t SEL_PARTS = 8, SEL_PART_MIN = 2048, SEL_BLOCK_MAX_K = SEL_T * SEL_I * 3;
 
 bool select_by_block(uint32_t k) {
     const char *e = getenv("SIEVE_CUDA_SELECT");
     if (e && !strcmp(e, "segmented")) return false;
-    return k <= SEL_T * SEL_I;
+    return k <= SEL_BLOCK_MAX_K;
+}
+
+/* What a query is expected to keep (the threshold bin and above): k, plus the rows above
+ * the sample's maximum (select_threads, below), at most `most` where known. */
+double select_keep(uint32_t k, uint64_t n, uint32_t S, uint32_t most) {
+    double keep = (double)k + 10.0 * (double)n / (double)(S ? S : 1);
+    if (most && (double)most < keep) keep = most;
+    return keep;
+}
+
+/* The most kept candidates a part takes, for blocks sorting up to `per` each, nq queries
+ * and `sms` SMs: `per`, or where nq <= sms / 2 and a query is expected to keep more than two
+ * parts of SEL_PART_MIN (k plus the mean count above the sample's maximum, n / S, not the
+ * tail select_keep allows for) that over min(SEL_PARTS - 2, sms / nq) parts, at least
+ * SEL_PART_MIN (two parts to spare for the bins' granularity and the tail). */
+uint32_t select_part_max(uint32_t k, uint64_t n, uint32_t S, uint32_t per, uint32_t nq,
+                         uint32_t sms) {
+    const double mean = (double)k + (double)n / (double)(S ? S : 1);
+    if (nq >= sms || mean <= 2.0 * SEL_PART_MIN) return per;
+    const uint32_t spread = std::min<uint32_t>(SEL_PARTS - 2, sms / nq);
+    if (spread < 2) return per; /* no SMs left for a second part of every query */
+    const double size = std::max<double>(SEL_PART_MIN, ceil(mean / spread));
+    return size < per ? (uint32_t)size : per;
+}
+
+/* The parts (blocks) a query's select is launched with: one where the expected keep fits a
+ * part, else one more than the keep over the part size, at most SEL_PARTS. */
+uint32_t select_block_parts(double keep, uint32_t part_max) {
+    if (keep <= part_max) return 1;
+    const uint32_t p = (uint32_t)ceil(keep / part_max) + 1;
+    return p < SEL_PARTS ? p : SEL_PARTS;
 }
 
 /* The block select's threads (see above) for k, the plan's sample of S of n rows and, where
@@ -1820,8 +1959,7 @@ bool select_by_block(uint32_t k) {
 uint32_t select_threads(uint32_t k, uint64_t n, uint32_t S, uint32_t most) {
     const char *e = getenv("SIEVE_CUDA_SELECT");
     if (e && !strcmp(e, "small")) return SEL_SMALL_T;
-    double keep = (double)k + 10.0 * (double)n / (double)(S ? S : 1);
-    if (most && (double)most < keep) keep = most;
+    const double keep = select_keep(k, n, S, most);
     return keep <= SEL_SMALL_T * SEL_SMALL_I ? SEL_SMALL_T
            : keep <= SEL_MID_T * SEL_MID_I   ? SEL_MID_T
                                              : SEL_T;
@@ -1858,10 +1996,19 @@ int launch_select_block(Search &S, const unsigned char *used, uint32_t most, int
                                         (int)smem));
     SelOut o = {S.at<float>(S.L.qn2), S.at<int64_t>(S.L.outrows), S.at<float>(S.L.outscores),
                 S.at<uint32_t>(S.L.outcounts), S.pl.k, metric};
-    const SelSpec spec = {S.n_e, stage, S.at<uint32_t>(S.L.thr2), S.at<uint32_t>(S.L.report)};
+    const double keep = select_keep(S.pl.k, S.sp.n_rows, S.pl.S, most);
+    const uint32_t part_max = select_part_max(S.pl.k, S.sp.n_rows, S.pl.S, stage, S.pl.nq,
+                                              (uint32_t)S.c->prop.multiProcessorCount);
+    const uint32_t parts = select_block_parts(keep, part_max);
+    const SelSpec spec = {S.n_e, stage, part_max, S.at<uint32_t>(S.L.thr2),
+                          S.at<uint32_t>(S.L.report)};
     unsigned char *over = used ? S.at<unsigned char>(S.L.use) + S.pl.nq_pad
                                : S.at<unsigned char>(S.L.report) + (size_t)8 * S.pl.nq;
-    SIEVE_CUDA_TRY(launch_ex(kern, dim3(S.pl.nq), dim3(T), smem, S.s, chain, 0,
+    if (parts > 1) { /* the blocks of a split query only ever set its flag (sel_hand_back) */
+        SIEVE_CUDA_TRY(cudaMemsetAsync(over, 0, S.pl.nq, S.s));
+        chain = nullptr; /* behind the memset, not the scan */
+    }
+    SIEVE_CUDA_TRY(launch_ex(kern, dim3(S.pl.nq, parts), dim3(T), smem, S.s, chain, 0,
                              S.at<uint64_t>(S.L.cand), S.pl.cap, S.at<uint32_t>(S.L.cnt), used,
                              S.at<uint32_t>(S.L.hist), S.at<float>(S.L.edges), S.sp.n_rows, o,
                              over, used ? S.at<uint32_t>(S.L.misc + 16) : nullptr, spec));
@@ -1921,7 +2068,8 @@ int select_segmented(Search &S, const unsigned char *used, int metric) {
     return 0;
 }
 
-/* The speculative select (sieve__cuda_knn): for k up to SEL_SPEC_MAX_K, at any batch, the
+/* The speculative select (sieve__cuda_knn): for k up to SEL_SPEC_MAX_K (the block path's
+ * limit; up to 8192 before the block select in parts), at any batch, the
  * block select and the result download are queued right behind the scan, each query
  * certified on the device by the host's own test (select_block_kernel with use == nullptr),
  * so a call whose queries all certify waits for the device once instead of three times (for
@@ -1942,7 +2090,7 @@ int select_segmented(Search &S, const unsigned char *used, int metric) {
  * runs ("The speculative select at any batch").
  * SIEVE_CUDA_SPECULATE=0 turns it off; =small or =large forces the 256- or the 1024-thread
  * block (tests: a query keeping more than the small block sorts; benchmarks). */
-constexpr uint32_t SEL_SPEC_MAX_K = 8192;
+constexpr uint32_t SEL_SPEC_MAX_K = SEL_BLOCK_MAX_K;
 
 uint32_t speculation(const Plan &pl, uint64_t n_rows, Dl dl) {
     const char *e = getenv("SIEVE_CUDA_SPECULATE");

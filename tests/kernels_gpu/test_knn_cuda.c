@@ -298,45 +298,61 @@ Test(knn_cuda, large_batches_and_k, .timeout = 1800) {
 }
 
 /* The select step every way (SIEVE_CUDA_SELECT): the block sort in shared memory (the
- * default up to k = 12288), the segmented sort, and the 256-thread block at every k
- * ("small"), each against the materialized full sort, and the statistics say which one
- * ordered each certified query. Covers every sort size of the block (k = 1 to 8192), a k
- * whose kept candidates exceed what a block sorts (k = 12288, and k >= 1500 with the small
- * block: the block hands those queries to the segmented sort before staging them), k past
- * the block path (16384), all-equal keys (the block's sort key is the row alone),
- * duplicates with Euclid, sorted data and masks. */
-Test(knn_cuda, block_and_segmented_select_against_full_sort, .timeout = 1500) {
+ * default up to k = 36864: a query keeping more than one block sorts is split into up to
+ * eight parts of consecutive histogram bins, a block each, and with 9 queries on a GPU of
+ * more SMs, queries keeping more than 4096 are split to fill them), the segmented sort, and
+ * the 256-thread block at every k ("small": eight parts of 1024), each against the
+ * materialized full sort, and the statistics say which one ordered each certified query.
+ * Covers every sort size of the block (k = 1 to 8192), queries split in parts (k = 6000 to
+ * 36864 with the default block, 1500 and 3000 with the small one), queries keeping more
+ * than eight parts hold (k >= 8192 with the small block: handed to the segmented sort
+ * before they are staged), k past the block path (40000), the split with forced underfill
+ * and overflow
+ * (recoveries before the select), all-equal keys (one bin holds every candidate: handed
+ * back; and the block's sort key is the row alone), duplicates with Euclid, sorted data and
+ * masks. */
+Test(knn_cuda, block_and_segmented_select_against_full_sort, .timeout = 1800) {
     SKIP_WITHOUT_GPU();
     const char *const how[] = {"block", "segmented", "small"};
     for (int h = 0; h < 3; h++) {
         cr_assert_eq(setenv("SIEVE_CUDA_SELECT", how[h], 1), 0);
         cr_log_info("select %s", how[h]);
-        const uint32_t ks[] = {1, 300, 1500, 3000, 6000, 8192, 12288, 16384};
-        for (int ki = 0; ki < 8; ki++) {
+        const uint32_t ks[] = {1, 300, 1500, 3000, 6000, 8192, 12288, 16384, 36864, 40000};
+        for (int ki = 0; ki < 10; ki++) {
             gcase c = {SIEVE_DTYPE_F16, SIEVE_METRIC_DOT, SIEVE_PATTERN_NORMAL, 1000000, 128, 1024, 9, ks[ki], 0, 0, 0};
             sieve_search_stats st = run_case(&c);
             const uint64_t used = st.path_count[SIEVE_PATH_CERTIFIED] +
                                   st.path_count[SIEVE_PATH_UNDERFILL] +
                                   st.path_count[SIEVE_PATH_OVERFLOW];
             cr_assert_gt(used, 0, "k=%u: no query certified", ks[ki]);
-            if (h == 1 || ks[ki] > 12288) /* segmented, or past the block path */
+            if (h == 1 || ks[ki] > 36864) /* segmented, or past the block path */
                 cr_assert_eq(st.select_segmented, used, "select %s k=%u", how[h], ks[ki]);
-            else if (h == 2 && ks[ki] > 1024) /* every query keeps more than the small block */
+            else if (h == 2 && ks[ki] >= 8192) /* more than eight parts of the small block */
                 cr_assert_eq(st.select_segmented, used, "select small k=%u: %llu of %llu handed",
                              ks[ki], (unsigned long long)st.select_segmented,
                              (unsigned long long)used);
-            else if (ks[ki] == 12288) /* more kept than a block sorts: handed back */
-                cr_assert_gt(st.select_segmented, 0, "k=12288 never handed to the segmented sort");
-            else
-                cr_assert_eq(st.select_segmented, 0, "select block k=%u: %llu queries segmented",
-                             ks[ki], (unsigned long long)st.select_segmented);
+            else if (h == 2 && ks[ki] == 6000) /* six to eight parts, as the bins fall */
+                cr_log_info("select small k=6000: %llu of %llu queries handed back",
+                            (unsigned long long)st.select_segmented, (unsigned long long)used);
+            else /* one block, or split into parts */
+                cr_assert_eq(st.select_segmented, 0, "select %s k=%u: %llu queries segmented",
+                             how[h], ks[ki], (unsigned long long)st.select_segmented);
+            /* speculated on the block path where the 9 x k results (12 bytes each) are
+               staged, under 2 MiB (larger ones into pageable arrays are pipelined) */
+            cr_assert_eq(st.select_speculated, h != 1 && 9u * 12u * ks[ki] < (2u << 20),
+                         "select %s k=%u: select_speculated %llu", how[h], ks[ki],
+                         (unsigned long long)st.select_speculated);
         }
         const gcase cases[] = {
             {SIEVE_DTYPE_F16, SIEVE_METRIC_DOT, SIEVE_PATTERN_TIES, 200000, 96, 128, 7, 5000, 0, 0, 0},
+            {SIEVE_DTYPE_F16, SIEVE_METRIC_DOT, SIEVE_PATTERN_TIES, 1000000, 96, 128, 3, 16384, 0, 0, 0},
             {SIEVE_DTYPE_BF16, SIEVE_METRIC_EUCLID, SIEVE_PATTERN_DUPS, 300001, 64, 128, 5, 3000, 0, 0, 0},
+            {SIEVE_DTYPE_BF16, SIEVE_METRIC_EUCLID, SIEVE_PATTERN_DUPS, 1000003, 64, 128, 5, 13000, 0, 0, 0},
             {SIEVE_DTYPE_F32, SIEVE_METRIC_COSINE, SIEVE_PATTERN_SORTED_DESC, 100003, 32, 128, 5, 1024, 1, 0, 1},
             {SIEVE_DTYPE_F16, SIEVE_METRIC_DOT, SIEVE_PATTERN_BAND, 65537, 768, 128, 70, 700, 1, 0, 0},
             {SIEVE_DTYPE_F16, SIEVE_METRIC_DOT, SIEVE_PATTERN_OUTLIER, 1000, 64, 128, 3, 1000, 0, 0, 1},
+            {SIEVE_DTYPE_F16, SIEVE_METRIC_DOT, SIEVE_PATTERN_NORMAL, 1000000, 128, 1024, 5, 16384, 1, 1, 0},
+            {SIEVE_DTYPE_F16, SIEVE_METRIC_COSINE, SIEVE_PATTERN_NORMAL, 1000000, 128, 1024, 5, 16384, 0, 2, 0},
         };
         for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) run_case(&cases[i]);
     }
@@ -541,9 +557,11 @@ Test(knn_cuda, default_sample_size_by_k_and_rows, .timeout = 600) {
  * paths, bit for bit, into pageable arrays (staged) and page-locked ones, and the statistics
  * say whether it ran and whether it missed: certified batches at k = 1 to 8192 with Dot,
  * Euclid and masks (no miss), forced underfill and overflow (a miss: recoveries after all),
- * queries keeping more candidates than the 256-thread block sorts (SIEVE_CUDA_SPECULATE=small
- * at k = 1500: a miss), batches of 129 to 1024 queries, and the limits (k = 12288, a large
- * result into pageable arrays, the segmented select forced: not speculated). */
+ * queries keeping more candidates than eight parts of the 256-thread block sort
+ * (SIEVE_CUDA_SPECULATE=small at k = 12288: a miss) and fewer (k = 1500: split, no miss),
+ * queries split in parts of the default block (k = 12288, 16384 with masks), batches of 129
+ * to 1024 queries, and the limits (a large result into pageable arrays, the segmented
+ * select forced: not speculated; k past the block path: the select test). */
 Test(knn_cuda, speculative_select_matches_certify_first, .timeout = 900) {
     SKIP_WITHOUT_GPU();
     sieve_device *gpu = NULL, *cpu = NULL;
@@ -574,13 +592,15 @@ Test(knn_cuda, speculative_select_matches_certify_first, .timeout = 900) {
         {mm, SIEVE_METRIC_COSINE, 5, 100, PLAIN, 0, NULL},
         {dm, SIEVE_METRIC_DOT, 7, 100, UNDERFILL, 0, NULL},
         {dm, SIEVE_METRIC_DOT, 7, 100, OVERFLOW, 1, NULL},
-        {dm, SIEVE_METRIC_DOT, 3, 1500, SMALL_OVER, 0, "small"},
+        {dm, SIEVE_METRIC_DOT, 3, 12288, SMALL_OVER, 0, "small"},
+        {dm, SIEVE_METRIC_DOT, 3, 1500, PLAIN, 0, "small"}, /* split in parts */
         {dm, SIEVE_METRIC_DOT, 129, 10, PLAIN, 0, NULL},
         {dm, SIEVE_METRIC_DOT, 1024, 128, PLAIN, 0, NULL},  /* 1.5 MB staged */
         {dm, SIEVE_METRIC_DOT, 1024, 1024, PLAIN, 1, NULL}, /* 12.6 MB page-locked */
         {mm, SIEVE_METRIC_EUCLID, 300, 64, PLAIN, 1, NULL},
         {dm, SIEVE_METRIC_DOT, 300, 100, UNDERFILL, 0, NULL},
-        {dm, SIEVE_METRIC_DOT, 2, 12288, NOT_SPEC, 0, NULL},
+        {dm, SIEVE_METRIC_DOT, 2, 12288, PLAIN, 0, NULL},
+        {mm, SIEVE_METRIC_DOT, 4, 16384, PLAIN, 1, NULL},
     };
     for (size_t ci = 0; ci < sizeof cs / sizeof *cs; ci++) {
         const uint32_t B = cs[ci].B, k = cs[ci].k;
