@@ -14,7 +14,7 @@
  *      row materialised and sorted), so no answer depends on the sample;
  *   5. select: per query, the candidates at or above the threshold bin sorted (key desc,
  *      row asc) and the first k written out: by one block in shared memory where they fit,
- *      or by up to four blocks each sorting a run of consecutive histogram bins
+ *      or by up to eight blocks each sorting a run of consecutive histogram bins
  *      (select_block_kernel), else by one segmented sort. The block select and the download
  *      usually run before step 4, speculatively (speculation()): the blocks certify on the
  *      device, and step 4 checks their report.
@@ -763,14 +763,15 @@ select_block_kernel(const uint64_t *cand, uint32_t cap, const uint32_t *cnt,
     if (t == bsel) msel = suf;
     __syncthreads();
     /* the kept candidates are those in the threshold bin and above, as many as the histogram
-       counts there (it counts exactly the buffered candidates of a used query). Up to `per`
-       (what the staging holds and the block sorts) one block sorts them all; more are split
-       into parts of consecutive bins, each at most `per` by the histogram, from the top bin
-       down (every block of the query finds the same split); part i sorts the candidates in
+       counts there (it counts exactly the buffered candidates of a used query). Up to `want`
+       (below) one block sorts them all; more are split into parts of consecutive bins, each
+       at most `want` by the histogram, else at most `per` (what the staging holds and the
+       block sorts), from the top bin down (every block of the query finds the same split,
+       sel_split); part i sorts the candidates in
        its bins, [edges[lo], edges[hi]), and writes them behind those above edges[hi], which
-       it counts. A query whose split needs more parts than launched, or a bin alone more
-       than `per`, is handed back before it is compacted (to the segmented select, or,
-       speculative, to the host's select). */
+       it counts. A query keeping more than `per` whose split needs more parts than
+       launched, or a bin alone more than `per`, is handed back before it is compacted (to
+       the segmented select, or, speculative, to the host's select). */
     const uint32_t n = cq < cap ? cq : cap;
     const uint32_t kept = bsel ? msel : n;
     const uint32_t per = spec.stage < (uint32_t)T * IMAX ? spec.stage : (uint32_t)T * IMAX;
