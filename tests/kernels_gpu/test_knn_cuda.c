@@ -307,10 +307,8 @@ Test(knn_cuda, large_batches_and_k, .timeout = 1800) {
  * 36864 with the default block, 1500 and 3000 with the small one), queries keeping more
  * than eight parts hold (k >= 8192 with the small block: handed to the segmented sort
  * before they are staged), k past the block path (40000), the split with forced underfill
- * and overflow
- * (recoveries before the select), all-equal keys (one bin holds every candidate: handed
- * back; and the block's sort key is the row alone), duplicates with Euclid, sorted data and
- * masks. */
+ * and overflow (recoveries before the select), all-equal keys at k = 5000 and 16384 (the
+ * block's sort key is the row alone), duplicates with Euclid, sorted data and masks. */
 Test(knn_cuda, block_and_segmented_select_against_full_sort, .timeout = 1800) {
     SKIP_WITHOUT_GPU();
     const char *const how[] = {"block", "segmented", "small"};
