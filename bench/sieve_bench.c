@@ -164,7 +164,7 @@ static void knn_usage(FILE *f) {
             "                           segmented sort, or the 256-thread block at every k\n"
             "                           (default: a block per query sized by k)\n"
             "  SIEVE_CUDA_SPECULATE=S   0 | small | large: the speculative select (select and\n"
-            "                           download queued behind the scan, k up to 8192)\n"
+            "                           download queued behind the scan, k up to 36864)\n"
             "                           off, or with the 256- or 1024-thread block\n"
             "  SIEVE_CUDA_PDL=V         1 | 0 | a list of sample,propose,gate,select: the\n"
             "                           launches chained behind the one before (programmatic\n"

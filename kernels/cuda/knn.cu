@@ -767,11 +767,11 @@ select_block_kernel(const uint64_t *cand, uint32_t cap, const uint32_t *cnt,
        (below) one block sorts them all; more are split into parts of consecutive bins, each
        at most `want` by the histogram, else at most `per` (what the staging holds and the
        block sorts), from the top bin down (every block of the query finds the same split,
-       sel_split); part i sorts the candidates in
-       its bins, [edges[lo], edges[hi]), and writes them behind those above edges[hi], which
-       it counts. A query keeping more than `per` whose split needs more parts than
-       launched, or a bin alone more than `per`, is handed back before it is compacted (to
-       the segmented select, or, speculative, to the host's select). */
+       sel_split); part i sorts the candidates in its bins, [edges[lo], edges[hi]), and
+       writes them behind those above edges[hi], which it counts. A query keeping more than
+       `per` whose split needs more parts than launched, or a bin alone more than `per`, is
+       handed back before it is compacted (to the segmented select, or, speculative, to the
+       host's select). */
     const uint32_t n = cq < cap ? cq : cap;
     const uint32_t kept = bsel ? msel : n;
     const uint32_t per = spec.stage < (uint32_t)T * IMAX ? spec.stage : (uint32_t)T * IMAX;
@@ -2079,7 +2079,7 @@ int select_segmented(Search &S, const unsigned char *used, int metric) {
  * results into pageable arrays): there the download's milliseconds dwarf a round trip, and
  * the speculative calls measured 0.1-0.17 ms slower at 5M rows, B = 64, k = 8192 (cause not
  * established). The host then certifies from the same counts; if a query is not certified,
- * or keeps more candidates than its block stages or sorts, the call goes on exactly as
+ * or keeps more candidates than its block or parts stage or sort, the call goes on exactly as
  * without speculation (recoveries, the select again, the download again), so no answer
  * depends on it. Returns 0 (off) or the block's threads, as the select step picks them
  * (select_threads). The first form sized the block by what a query was expected to admit
