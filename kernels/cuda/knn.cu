@@ -64,12 +64,16 @@ float host_float_of_ord(uint32_t o) {
 /* ------------------------------------------------------------------ small kernels */
 
 /* Queries: Cosine normalisation, |q|^2 (index order, float32), conversion, padding.
- * |q|^2 is one thread's fmaf chain in index order (the CPU's order); with `staged` the
- * block first copies the row into dynamic shared memory (dim floats), so the chain reads
- * shared memory instead of waiting on global loads (Nsight Compute on the H200, B = 64:
- * 25 us a call reading global memory). Also zeroes the gate scan's tile counter `ctr`
- * (the chained gate scan's producer counts on it before it waits: scan.cuh, pdl_wait).
- * The first kernel of the search's chain: the sample scan behind it waits for it. */
+ * Only Euclid reads |q|^2 (the select's distances) and only Cosine scales the row, so the
+ * one thread's fmaf chain in index order (the CPU's order) runs for those two metrics
+ * alone: |q|^2 for Euclid, the norm for Cosine (whose qn2 is then 0, as Dot's, unread).
+ * A chain is 768 dependent fmaf at d = 768, a few microseconds that every kernel after
+ * this one waits for. With `staged` the block first copies the row into dynamic shared
+ * memory (dim floats), so the chain reads shared memory instead of waiting on global loads
+ * (Nsight Compute on the H200, B = 64: 25 us a call reading global memory). Also zeroes
+ * the gate scan's tile counter `ctr` (the chained gate scan's producer counts on it before
+ * it waits: scan.cuh, pdl_wait). The first kernel of the search's chain: the sample scan
+ * behind it waits for it. */
 template <typename T>
 __global__ void prep_queries_kernel(const float *qf, uint32_t nq, uint32_t nq_pad, uint32_t dim,
                                     uint32_t dpad, int metric, bool staged, T *out, float *qn2,
@@ -80,8 +84,9 @@ __global__ void prep_queries_kernel(const float *qf, uint32_t nq, uint32_t nq_pa
     if (q == 0 && threadIdx.x == 0) *ctr = 0;
     if (q >= nq_pad) return;
     const float *src = qf + (size_t)q * dim;
+    const bool chain = metric == 1 || metric == 2;
     __shared__ float scale;
-    if (staged && q < nq) {
+    if (chain && staged && q < nq) {
         for (uint32_t i = threadIdx.x; i < dim; i += blockDim.x) qrow[i] = src[i];
         __syncthreads();
         src = qrow;
@@ -89,18 +94,14 @@ __global__ void prep_queries_kernel(const float *qf, uint32_t nq, uint32_t nq_pa
     if (threadIdx.x == 0) {
         float s = 1.0f, n2 = 0.f;
         if (q < nq) {
+            if (chain) {
 #pragma unroll 8
-            for (uint32_t i = 0; i < dim; i++) n2 = fmaf(src[i], src[i], n2);
+                for (uint32_t i = 0; i < dim; i++) n2 = fmaf(src[i], src[i], n2);
+            }
             if (metric == 1) {
                 float nrm = sqrtf(n2);
                 s = nrm > 0.f ? 1.0f / nrm : 1.0f;
-                float m2 = 0.f;
-#pragma unroll 8
-                for (uint32_t i = 0; i < dim; i++) {
-                    float v = src[i] * s;
-                    m2 = fmaf(v, v, m2);
-                }
-                n2 = m2;
+                n2 = 0.f;
             }
             qn2[q] = n2;
         }
@@ -270,6 +271,7 @@ __device__ void digit_from_top(const uint32_t *h, uint32_t remaining, uint32_t *
 constexpr uint32_t SELECT_GROUP = 32;                  /* keys a group maximum covers */
 constexpr uint32_t SELECT_GROUPS = SELECT_SMEM / 4 / SELECT_GROUP; /* most groups: 768 */
 constexpr uint32_t SELECT_FEW = 4 * 512 - SELECT_GROUPS; /* the fast path's keys: 1280 */
+constexpr uint32_t SELECT_LOADS = 8;                   /* keys a thread loads at once */
 
 /* The ordered value at descending rank `rank` (< n) of n values in shared memory, by 4 radix
  * passes of 8 bits over them (one block; every thread calls it). */
@@ -316,20 +318,39 @@ __device__ Sel3 cluster_select3_desc(const float *keys, uint32_t n, uint32_t rj,
     uint32_t *gmax = &sm.sum[0][0] + SELECT_FEW;
     const uint32_t groups = (len + SELECT_GROUP - 1) / SELECT_GROUP;
     static_assert(SELECT_GROUP == 32, "a group is a warp's keys");
+    /* SELECT_LOADS keys a thread in flight: a loop of one load each waited once per key
+       for the memory (16384 keys over 512 threads: 32 round trips in a row) */
     if (groups_kept) {
-        for (uint32_t base = 0; base < len; base += bd) { /* whole warps */
-            const uint32_t i = base + tid;
-            const uint32_t u = i < len ? ord_of(src[i]) : 0u;
-            if (i < len) ords[i] = u;
-            m = max(m, u);
-            const uint32_t g = __reduce_max_sync(0xffffffffu, u);
-            if ((tid & 31u) == 0 && i < len) gmax[i / SELECT_GROUP] = g;
+        for (uint32_t base = 0; base < len; base += bd * SELECT_LOADS) { /* whole warps */
+            uint32_t u[SELECT_LOADS];
+#pragma unroll
+            for (uint32_t t = 0; t < SELECT_LOADS; t++) {
+                const uint32_t i = base + t * bd + tid;
+                u[t] = i < len ? ord_of(src[i]) : 0u;
+            }
+#pragma unroll
+            for (uint32_t t = 0; t < SELECT_LOADS; t++) {
+                const uint32_t i = base + t * bd + tid;
+                if (i < len) ords[i] = u[t];
+                m = max(m, u[t]);
+                const uint32_t g = __reduce_max_sync(0xffffffffu, u[t]);
+                if ((tid & 31u) == 0 && i < len) gmax[i / SELECT_GROUP] = g;
+            }
         }
     } else {
-        for (uint32_t i = tid; i < len; i += bd) {
-            const uint32_t u = ord_of(src[i]);
-            if (staged) ords[i] = u;
-            m = max(m, u);
+        for (uint32_t base = 0; base < len; base += bd * SELECT_LOADS) {
+            uint32_t u[SELECT_LOADS];
+#pragma unroll
+            for (uint32_t t = 0; t < SELECT_LOADS; t++) {
+                const uint32_t i = base + t * bd + tid;
+                u[t] = i < len ? ord_of(src[i]) : 0u;
+            }
+#pragma unroll
+            for (uint32_t t = 0; t < SELECT_LOADS; t++) {
+                const uint32_t i = base + t * bd + tid;
+                if (i < len && staged) ords[i] = u[t];
+                m = max(m, u[t]);
+            }
         }
     }
     m = __reduce_max_sync(0xffffffffu, m);
@@ -1125,6 +1146,15 @@ ScanVariant scan_variant(const sieve__cuda_ctx *c, uint32_t nq, uint32_t k, bool
     return SV_TMA128x256H;
 }
 
+/* Whether the sample scan takes the deep cp.async pipeline (one CTA per SM, six or four K
+ * chunks in flight): when its tiles fit on the GPU at once. SIEVE_CUDA_SAMPLE_DEEP=0 / 1
+ * overrides (A/B runs). */
+bool sample_deep(const sieve__cuda_ctx *c, uint64_t tiles) {
+    const char *e = getenv("SIEVE_CUDA_SAMPLE_DEEP");
+    if (e && *e) return *e == '1';
+    return tiles <= (uint64_t)c->prop.multiProcessorCount;
+}
+
 template <int MODE, typename T>
 int launch_scan_t(const sieve__cuda_ctx *c, cudaStream_t s, const ScanParams &p, uint32_t L,
                   bool vec, uint32_t *chain) {
@@ -1146,6 +1176,16 @@ int launch_scan_t(const sieve__cuda_ctx *c, cudaStream_t s, const ScanParams &p,
         /* the sample and materialized modes, and matrices the TMA cannot address, use the
            cp.async tiles (every variant computes each key the same way) */
         v = p.nq <= 64 ? SV_WG64x128 : p.k > 1024 ? SV_WG128x128S3 : SV_WG128x128S3D;
+        if constexpr (MODE == MODE_SAMPLE) {
+            /* a sample of at most one tile per SM: each CTA has one tile, whose 12 K chunks
+               (d = 768) two or one in flight wait for the memory six or twelve times in a
+               row; one CTA per SM can keep six or four in flight */
+            const uint64_t tiles = (uint64_t)((L + 127) / 128) * ((p.nq + (p.nq <= 64 ? 63 : 127)) /
+                                                                 (p.nq <= 64 ? 64 : 128));
+            if (sample_deep(c, tiles))
+                return p.nq <= 64 ? launch_wg<T, 64, 128, 8, MODE, false>(c, s, p, L, chain)
+                                  : launch_wg<T, 128, 128, 6, MODE, false>(c, s, p, L, chain);
+        }
     }
     switch (v) {
     case SV_WG64x128: return launch_wg<T, 64, 128, 4, MODE, G>(c, s, p, L, chain);
@@ -1582,9 +1622,24 @@ int overflow_edge(Search &S, uint32_t q, float *edge) {
 
 /* Blocks per list for the sample selection (a power of two up to 8, the portable cluster
  * size): enough that `lists` clusters give every SM two blocks and that a block's slice of the
- * n keys fits in shared memory. */
-uint32_t select_parts(const sieve__cuda_ctx *c, uint32_t lists, uint32_t n) {
+ * n keys fits in shared memory. But one block a list where clusters of 8 would put more
+ * than two blocks on an SM (34 lists and more on 132 SMs) and the largest wanted rank `rank`
+ * lets one block take the group-maxima fast path (cluster_select3_desc): on the H200 at
+ * 1M rows, k = 128 (16,384 sample keys, Nsight Compute) the propose step took 18.1 against
+ * 21.0 us at 64 queries (clusters of 8) and 18.8 against 27.4 at 128 (clusters of 4), but
+ * 17.6 against 14.4 at one query, where the cluster's 8 SMs share the work
+ * (bench/results/h200-v35-runs, call 1). SIEVE_CUDA_PROPOSE_PARTS=1/2/4/8 overrides (A/B
+ * runs). */
+uint32_t select_parts(const sieve__cuda_ctx *c, uint32_t lists, uint32_t n, uint32_t rank) {
+    const char *e = getenv("SIEVE_CUDA_PROPOSE_PARTS");
+    if (e && *e) {
+        const uint32_t v = (uint32_t)atoi(e);
+        if (v == 1 || v == 2 || v == 4 || v == 8) return v;
+    }
     const uint64_t want = 2ull * (uint64_t)c->prop.multiProcessorCount;
+    if ((uint64_t)lists * 8 > want && select_stage_bytes(n, 1) &&
+        rank < (n + SELECT_GROUP - 1) / SELECT_GROUP / 2)
+        return 1;
     uint32_t parts = 1;
     while (parts < 8 && ((uint64_t)lists * parts < want || select_stage_bytes(n, parts) == 0))
         parts *= 2;
@@ -2257,7 +2312,7 @@ extern "C" int sieve__cuda_knn(void *ctx, const sieve_matrix *m, const float *qu
         rc = launch_scan<MODE_SAMPLE>(S.c, S.s, m->dtype, sp, pl.S, chain(CH_SAMPLE));
         if (rc) return rc;
         SIEVE_CUDA_TRY(launch_select(
-            propose_kernel, n_queries, select_parts(S.c, n_queries, pl.S), pl.S, S.s,
+            propose_kernel, n_queries, select_parts(S.c, n_queries, pl.S, j > j2 ? j : j2), pl.S, S.s,
             chain(CH_PROPOSE),
             (const float *)S.at<float>(S.L.sample), pl.S, (uint32_t)s_e, j, j2,
             p->force_boundary, p->forced_boundary, S.at<uint32_t>(S.L.thr),
@@ -2438,7 +2493,7 @@ extern "C" int sieve__cuda_select3(void *ctx, const float *keys, uint32_t lists,
     sieve__cuda_ctx *c = (sieve__cuda_ctx *)ctx;
     if (!c || !keys || !out || !lists || !n || (parts & (parts - 1)) || parts > 8)
         return SIEVE_EINVAL;
-    if (!parts) parts = select_parts(c, lists, n);
+    if (!parts) parts = select_parts(c, lists, n, rj > rj2 ? rj : rj2);
     const size_t kb = (size_t)lists * n * sizeof(float), ob = (size_t)lists * 3 * sizeof(float);
     float *dk = nullptr, *dout = nullptr;
     cudaError_t e = cudaMalloc(&dk, kb);
