@@ -256,8 +256,8 @@ __device__ void digit_from_top(const uint32_t *h, uint32_t remaining, uint32_t *
  * cluster barrier every block copies the sum back and finds the same digits. A rank at or past
  * n gives what a selection of that rank alone gives. C = 1 is one block on its own.
  * One block with its keys staged and wanted ranks R < (groups of 32 keys) / 2, the usual
- * case of the propose step from 264 queries on (select_parts: one block a query once the grid
- * gives every SM two; rank 16 of 16384 sample keys at k = 128 and 5M rows): the radix passes
+ * case of the propose step from 34 queries on (select_parts; rank 16 of 16384 sample keys at
+ * k = 128 and 5M rows): the radix passes
  * run over the keys at or above the R-th largest group maximum
  * (found by the same passes over the groups' maxima, kept on the way in), a few hundred keys
  * in place of all of them. At least R + 1 groups have a maximum at or above it, so at least

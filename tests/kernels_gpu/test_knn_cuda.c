@@ -1148,6 +1148,39 @@ Test(knn_cuda, sample_selection_matches_a_sort, .timeout = 300) {
         free(keys);
         free(ord);
     }
+    /* 40 lists of 16384 keys with small ranks: the automatic choice is one block a list
+       (the group-maxima fast path; clusters of 8 would put more than two blocks on an SM of
+       a 132-SM GPU), as the propose step picks from 34 queries on */
+    {
+        const uint32_t nl = 40, n = 16384, rj = 9, rj2 = 26;
+        float *keys = malloc((size_t)nl * n * 4);
+        uint32_t *ord = malloc((size_t)n * 4);
+        float *out = malloc((size_t)nl * 3 * 4);
+        cr_assert(keys && ord && out);
+        sieve_device_fill_normal(cpu, keys, SIEVE_DTYPE_F32, (size_t)nl * n, 77, 1.0f);
+        for (uint32_t l = 0; l < nl; l += 3) /* ties at the top of every third list */
+            for (uint32_t i = 0; i < n; i += 97) keys[(size_t)l * n + i] = 6.0f;
+        memset(out, 0xff, (size_t)nl * 3 * 4);
+        cr_assert_eq(sieve__cuda_select3(gpu->cuda, keys, nl, n, rj, rj2, 0, out), 0);
+        for (uint32_t l = 0; l < nl; l++) {
+            for (uint32_t i = 0; i < n; i++) ord[i] = ord_bits(keys[(size_t)l * n + i]);
+            qsort(ord, n, 4, cmp_desc_u32);
+            const uint32_t want[3] = {bits_at_rank(ord, 0), bits_at_rank(ord, rj),
+                                      bits_at_rank(ord, rj2)};
+            for (int w = 0; w < 3; w++) {
+                uint32_t got;
+                memcpy(&got, &out[3 * l + w], 4);
+                cr_assert_eq(got, want[w],
+                             "40 lists, automatic blocks, list %u, %s: bits %08x, a sort "
+                             "gives %08x",
+                             l, w == 0 ? "maximum" : w == 1 ? "rank j" : "rank j2", got,
+                             want[w]);
+            }
+        }
+        free(keys);
+        free(ord);
+        free(out);
+    }
     float k1[4] = {1, 2, 3, 4}, o1[3];
     cr_assert_eq(sieve__cuda_select3(gpu->cuda, k1, 1, 4, 0, 1, 3, o1), SIEVE_EINVAL,
                  "3 blocks per list (not a power of two) is refused");
