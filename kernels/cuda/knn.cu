@@ -1180,8 +1180,8 @@ int launch_scan_t(const sieve__cuda_ctx *c, cudaStream_t s, const ScanParams &p,
             /* a sample of at most one tile per SM: each CTA has one tile, whose 12 K chunks
                (d = 768) two or one in flight wait for the memory six or twelve times in a
                row; one CTA per SM can keep six or four in flight */
-            const uint64_t tiles = (uint64_t)((L + 127) / 128) * ((p.nq + (p.nq <= 64 ? 63 : 127)) /
-                                                                 (p.nq <= 64 ? 64 : 128));
+            const uint32_t bq = p.nq <= 64 ? 64 : 128; /* the tile's queries, 128 rows */
+            const uint64_t tiles = (uint64_t)((L + 127) / 128) * ((p.nq + bq - 1) / bq);
             if (sample_deep(c, tiles))
                 return p.nq <= 64 ? launch_wg<T, 64, 128, 8, MODE, false>(c, s, p, L, chain)
                                   : launch_wg<T, 128, 128, 6, MODE, false>(c, s, p, L, chain);
@@ -2312,7 +2312,8 @@ extern "C" int sieve__cuda_knn(void *ctx, const sieve_matrix *m, const float *qu
         rc = launch_scan<MODE_SAMPLE>(S.c, S.s, m->dtype, sp, pl.S, chain(CH_SAMPLE));
         if (rc) return rc;
         SIEVE_CUDA_TRY(launch_select(
-            propose_kernel, n_queries, select_parts(S.c, n_queries, pl.S, j > j2 ? j : j2), pl.S, S.s,
+            propose_kernel, n_queries, select_parts(S.c, n_queries, pl.S, j > j2 ? j : j2),
+            pl.S, S.s,
             chain(CH_PROPOSE),
             (const float *)S.at<float>(S.L.sample), pl.S, (uint32_t)s_e, j, j2,
             p->force_boundary, p->forced_boundary, S.at<uint32_t>(S.L.thr),
