@@ -319,37 +319,23 @@ __device__ Sel3 cluster_select3_desc(const float *keys, uint32_t n, uint32_t rj,
     const uint32_t groups = (len + SELECT_GROUP - 1) / SELECT_GROUP;
     static_assert(SELECT_GROUP == 32, "a group is a warp's keys");
     /* SELECT_LOADS keys a thread in flight: a loop of one load each waited once per key
-       for the memory (16384 keys over 512 threads: 32 round trips in a row) */
-    if (groups_kept) {
-        for (uint32_t base = 0; base < len; base += bd * SELECT_LOADS) { /* whole warps */
-            uint32_t u[SELECT_LOADS];
+       for the memory (16384 keys over 512 threads: 32 round trips in a row). Whole warps
+       go round (groups_kept is the block's, so every lane reaches the reduction) */
+    for (uint32_t base = 0; base < len; base += bd * SELECT_LOADS) {
+        uint32_t u[SELECT_LOADS];
 #pragma unroll
-            for (uint32_t t = 0; t < SELECT_LOADS; t++) {
-                const uint32_t i = base + t * bd + tid;
-                u[t] = i < len ? ord_of(src[i]) : 0u;
-            }
+        for (uint32_t t = 0; t < SELECT_LOADS; t++) {
+            const uint32_t i = base + t * bd + tid;
+            u[t] = i < len ? ord_of(src[i]) : 0u;
+        }
 #pragma unroll
-            for (uint32_t t = 0; t < SELECT_LOADS; t++) {
-                const uint32_t i = base + t * bd + tid;
-                if (i < len) ords[i] = u[t];
-                m = max(m, u[t]);
+        for (uint32_t t = 0; t < SELECT_LOADS; t++) {
+            const uint32_t i = base + t * bd + tid;
+            if (i < len && staged) ords[i] = u[t];
+            m = max(m, u[t]);
+            if (groups_kept) {
                 const uint32_t g = __reduce_max_sync(0xffffffffu, u[t]);
                 if ((tid & 31u) == 0 && i < len) gmax[i / SELECT_GROUP] = g;
-            }
-        }
-    } else {
-        for (uint32_t base = 0; base < len; base += bd * SELECT_LOADS) {
-            uint32_t u[SELECT_LOADS];
-#pragma unroll
-            for (uint32_t t = 0; t < SELECT_LOADS; t++) {
-                const uint32_t i = base + t * bd + tid;
-                u[t] = i < len ? ord_of(src[i]) : 0u;
-            }
-#pragma unroll
-            for (uint32_t t = 0; t < SELECT_LOADS; t++) {
-                const uint32_t i = base + t * bd + tid;
-                if (i < len && staged) ords[i] = u[t];
-                m = max(m, u[t]);
             }
         }
     }
