@@ -623,6 +623,8 @@ struct SelSpec {
                           idle (else up to what the block sorts) */
     const uint32_t *thr2; /* speculative: copied into the report */
     uint32_t *report;     /* speculative: [nq] counts, [nq] thr2, [nq] bytes `over` */
+    uint32_t rank_max;    /* up to this many candidates a block writes by rank (at most
+                             SEL_RANK_MAX; 0: the radix sort always) */
 };
 
 /* Bytes of the speculative select's report for nq queries. */
@@ -680,6 +682,43 @@ __device__ void sel_sort_write(unsigned char *smem, uint32_t q, uint32_t m, uint
             orow[r] = -1;
             osc[r] = nan;
         }
+}
+
+/* sel_sort_write for at most SEL_RANK_MAX staged candidates: each thread takes one and
+ * counts the staged candidates below it (its rank; the packed (~ord(key), row) values are
+ * unique within a query and order as the full sort does), then writes it at that rank. One
+ * block barrier before (the caller's) in place of the radix sort's passes: at k = 10 the
+ * sort was about 60% of the select kernel's samples (Nsight Compute on the H200, 1M rows,
+ * 16 queries: bench/results/h200-v35-runs/c5). */
+constexpr uint32_t SEL_RANK_MAX = 256;
+template <int T>
+__device__ void sel_rank_write(const unsigned char *smem, uint32_t q, uint32_t m,
+                               const SelOut &o, const uint32_t *part) {
+    static_assert(T >= (int)SEL_RANK_MAX, "one candidate a thread");
+    const uint64_t *stage = reinterpret_cast<const uint64_t *>(smem);
+    const uint32_t t = threadIdx.x;
+    const uint32_t off = part[0];
+    const bool last = part[1] != 0;
+    const uint32_t room = o.k - off; /* off < k: a part starts above the k-th candidate */
+    int64_t *orow = o.rows + (size_t)q * o.k + off;
+    float *osc = o.scores + (size_t)q * o.k + off;
+    if (t < m) {
+        const uint64_t v = stage[t];
+        uint32_t r = 0;
+        for (uint32_t j = 0; j < m; j++) r += stage[j] < v ? 1u : 0u;
+        if (r < room) {
+            const float kk = cand_key(v);
+            orow[r] = cand_row(v);
+            osc[r] = o.metric == 2 ? sqrtf(fmaxf(0.f, o.qn2[q] - kk)) : kk;
+        }
+    }
+    if (last) {
+        const float nan = __int_as_float(0x7fc00000);
+        for (uint32_t r = m + t; r < room; r += T) {
+            orow[r] = -1;
+            osc[r] = nan;
+        }
+    }
 }
 
 /* A query handed back to the segmented select (or, speculative, to the host): over[q] = 1
@@ -860,6 +899,7 @@ select_block_kernel(const uint64_t *cand, uint32_t cap, const uint32_t *cnt,
         spart[1] = last;
     }
     __syncthreads();
+    if (m <= spec.rank_max) return sel_rank_write<T>(sel_smem, q, m, o, spart);
     if (m <= (uint32_t)T)
         return sel_sort_write<T, 1>(sel_smem, q, m, h0, rb, end_bit, o, spart);
     if (IMAX >= 2 && m <= 2u * T)
@@ -2042,8 +2082,10 @@ int launch_select_block(Search &S, const unsigned char *used, uint32_t most, int
     const uint32_t part_max = select_part_max(S.pl.k, S.sp.n_rows, S.pl.S, stage, S.pl.nq,
                                               (uint32_t)S.c->prop.multiProcessorCount);
     const uint32_t parts = select_block_parts(keep, part_max);
+    const char *re = getenv("SIEVE_CUDA_SELECT_RANK"); /* 0: the radix sort always (A/B) */
     const SelSpec spec = {S.n_e, stage, part_max, S.at<uint32_t>(S.L.thr2),
-                          S.at<uint32_t>(S.L.report)};
+                          S.at<uint32_t>(S.L.report),
+                          re && *re == '0' ? 0u : SEL_RANK_MAX};
     unsigned char *over = used ? S.at<unsigned char>(S.L.use) + S.pl.nq_pad
                                : S.at<unsigned char>(S.L.report) + (size_t)8 * S.pl.nq;
     if (parts > 1) { /* the blocks of a split query only ever set its flag (sel_hand_back) */
