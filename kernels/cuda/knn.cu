@@ -63,6 +63,12 @@ float host_float_of_ord(uint32_t o) {
 
 /* ------------------------------------------------------------------ small kernels */
 
+/* The score a result reports for its key: Euclid's distance from the query's |q|^2 (*qn2,
+ * read only for Euclid) and the key 2 q.x - |x|^2; the key itself for Dot and Cosine. */
+__device__ inline float score_of(int metric, const float *qn2, float key) {
+    return metric == 2 ? sqrtf(fmaxf(0.f, *qn2 - key)) : key;
+}
+
 /* Queries: Cosine normalisation, |q|^2 (index order, float32), conversion, padding.
  * Only Euclid reads |q|^2 (the select's distances) and only Cosine scales the row, so the
  * one thread's fmaf chain in index order (the CPU's order) runs for those two metrics
@@ -548,7 +554,7 @@ __global__ void extract_kernel(const uint64_t *sorted, size_t ld, const uint32_t
             if (v != EMPTY_SLOT) {
                 r = cand_row(v);
                 float key = cand_key(v);
-                sc = metric == 2 ? sqrtf(fmaxf(0.f, qn2[j] - key)) : key;
+                sc = score_of(metric, qn2 + j, key);
             }
             out_rows[(size_t)q * k + i] = r;
             out_scores[(size_t)q * k + i] = sc;
@@ -671,7 +677,7 @@ __device__ void sel_sort_write(unsigned char *smem, uint32_t q, uint32_t m, uint
                     ((uint64_t)((uint32_t)(key[j] >> rb) + hmin) << 32) | (key[j] & rmask);
                 row = cand_row(v);
                 const float kk = cand_key(v);
-                sc = o.metric == 2 ? sqrtf(fmaxf(0.f, o.qn2[q] - kk)) : kk;
+                sc = score_of(o.metric, o.qn2 + q, kk);
             }
             orow[r] = row;
             osc[r] = sc;
@@ -709,7 +715,7 @@ __device__ void sel_rank_write(const unsigned char *smem, uint32_t q, uint32_t m
         if (r < room) {
             const float kk = cand_key(v);
             orow[r] = cand_row(v);
-            osc[r] = o.metric == 2 ? sqrtf(fmaxf(0.f, o.qn2[q] - kk)) : kk;
+            osc[r] = score_of(o.metric, o.qn2 + q, kk);
         }
     }
     if (last) {
@@ -1713,11 +1719,11 @@ bool host_pinned(const void *p, size_t len) {
  * stream_threads()); threads started for the copy cost about 40 us each (3 MiB over 8
  * started threads: 0.22 ms). The copies are loops over pieces that the calling thread
  * starts on at once and the pool's threads join as they wake (sieve_pool_for); copies of
- * up to SIEVE_POOL_ALONE_MAX (512 KiB) in all stay on the calling thread. A first version that split even
- * 0.2-0.4 MB copies over every thread and waited for each to take its share was 0.11-0.15
- * ms slower at 5M rows B = 64 k = 128 (call 3 of bench/results/h200-v27-runs); this one
- * gains 6-14% on large pageable results and is unchanged elsewhere (call 4; bench/RESULTS.md,
- * "Host copy threads"). Both return NULL (copies on the calling thread; the pipelined
+ * up to SIEVE_POOL_ALONE_MAX (512 KiB) in all stay on the calling thread. A first version
+ * that split even 0.2-0.4 MB copies over every thread and waited for each to take its share
+ * was 0.11-0.15 ms slower at 5M rows B = 64 k = 128 (call 3 of
+ * bench/results/h200-v27-runs); this one gains 6-14% on large pageable results and is
+ * unchanged elsewhere (call 4; bench/RESULTS.md, "Host copy threads"). Both return NULL (copies on the calling thread; the pipelined
  * download then starts its threads per call, the behaviour before the pool) when
  * SIEVE_CUDA_HOSTCOPY=0 (A/B runs) or the pool cannot be created. */
 constexpr unsigned HC_THREADS = 8, HC_STREAM_THREADS = 16;
