@@ -33,6 +33,9 @@ struct sieve__cuda_ctx {
 
 /* Releases the context's workspaces. */
 void sieve__cuda_release_workspace(sieve__cuda_ctx *c);
+/* Grows the context's device workspace (`work`) to at least bytes (its contents are lost
+ * when it grows). 0, SIEVE_ENOMEM or SIEVE_EDEVICE. */
+int sieve__cuda_ensure_work(sieve__cuda_ctx *c, size_t bytes);
 
 /* Reports a failed CUDA call with file and line on stderr, returns SIEVE_EDEVICE. */
 static inline int sieve__cuda_fail(cudaError_t e, const char *what, const char *file, int line) {

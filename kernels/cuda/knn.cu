@@ -1454,16 +1454,6 @@ int ensure_pinned(sieve__cuda_ctx *c, size_t bytes) {
     return 0;
 }
 
-int ensure_work(sieve__cuda_ctx *c, size_t bytes) {
-    if (c->work_bytes >= bytes) return 0;
-    if (c->work) cudaFree(c->work);
-    c->work = NULL;
-    c->work_bytes = 0;
-    SIEVE_CUDA_TRY(cudaMalloc(&c->work, bytes));
-    c->work_bytes = bytes;
-    return 0;
-}
-
 /* ------------------------------------------------------------------ the search */
 
 struct Search {
@@ -2268,6 +2258,16 @@ void sieve__cuda_release_workspace(sieve__cuda_ctx *c) {
     c->work_bytes = c->pinned_bytes = 0;
 }
 
+int sieve__cuda_ensure_work(sieve__cuda_ctx *c, size_t bytes) {
+    if (c->work_bytes >= bytes) return 0;
+    if (c->work) cudaFree(c->work);
+    c->work = NULL;
+    c->work_bytes = 0;
+    SIEVE_CUDA_TRY(cudaMalloc(&c->work, bytes));
+    c->work_bytes = bytes;
+    return 0;
+}
+
 extern "C" int sieve__cuda_knn_scratch_size(void *ctx, const sieve_matrix *m, uint32_t n_queries,
                                             const sieve_search_params *p, size_t *bytes) {
     Plan pl;
@@ -2295,7 +2295,7 @@ extern "C" int sieve__cuda_knn(void *ctx, const sieve_matrix *m, const float *qu
         if (scratch_bytes < S.L.total) return SIEVE_ENOSPC;
         S.base = (unsigned char *)scratch;
     } else {
-        rc = ensure_work(S.c, S.L.total);
+        rc = sieve__cuda_ensure_work(S.c, S.L.total);
         if (rc) return rc;
         S.base = (unsigned char *)S.c->work;
     }

@@ -20,6 +20,7 @@
 #include <cuda_fp16.h>
 #include <stdint.h>
 
+#include "prims.cuh"
 #include "wgmma.cuh"
 
 namespace sieve_cuda {
@@ -55,22 +56,6 @@ __device__ __forceinline__ void pdl_trigger() {
 #endif
 }
 
-/* Order-preserving map float -> uint32 (larger float, larger uint). */
-__host__ __device__ inline uint32_t ord_of_bits(uint32_t u) {
-    return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
-}
-__host__ __device__ inline uint32_t bits_of_ord(uint32_t o) {
-    return (o & 0x80000000u) ? (o & 0x7fffffffu) : ~o;
-}
-__device__ inline uint32_t ord_of(float f) { return ord_of_bits(__float_as_uint(f)); }
-__device__ inline float float_of_ord(uint32_t o) { return __uint_as_float(bits_of_ord(o)); }
-
-/* Candidate packing: ascending order of the packed value = key descending, row ascending. */
-__device__ inline uint64_t pack_cand(float key, uint32_t row) {
-    return ((uint64_t)(~ord_of(key)) << 32) | row;
-}
-__device__ inline float cand_key(uint64_t v) { return float_of_ord(~(uint32_t)(v >> 32)); }
-__device__ inline uint32_t cand_row(uint64_t v) { return (uint32_t)v; }
 
 struct ScanParams {
     /* the stored matrix (device memory) */
@@ -305,14 +290,6 @@ struct CtaRows {
     }
 };
 
-__device__ inline void cp_async16(void *smem, const void *gmem, int src_bytes) {
-    unsigned s = (unsigned)__cvta_generic_to_shared(smem);
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem),
-                 "r"(src_bytes));
-}
-__device__ inline void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-template <int N>
-__device__ inline void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
 
 /* ------------------------------------------------------------------ tensor-core main loop */
 
@@ -462,40 +439,6 @@ scan_mma_kernel(ScanParams p) {
 
 /* ------------------------------------------------------------------ Hopper wgmma main loop */
 
-/* Shared-memory matrix descriptor of a K-major tile stored with the 128-byte swizzle: rows of
- * 64 elements (128 bytes), 16-byte chunk c of row r at chunk position c ^ (r % 8), 8-row
- * groups 1024 bytes apart, the tile 1024-byte aligned. Advancing along K by 16 elements
- * adds 32 bytes to the start address. */
-__device__ inline uint64_t sw128_desc(const void *smem) {
-    uint32_t a = (uint32_t)__cvta_generic_to_shared(smem);
-    uint64_t d = (uint64_t)((a & 0x3ffffu) >> 4);
-    d |= (uint64_t)(16u >> 4) << 16;   /* leading byte offset (unused with this swizzle) */
-    d |= (uint64_t)(1024u >> 4) << 32; /* stride byte offset: one 8-row group */
-    d |= 1ull << 62;                   /* 128-byte swizzle */
-    return d;
-}
-__device__ inline void wgmma_fence() {
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
-#endif
-}
-__device__ inline void wgmma_commit() {
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-#endif
-}
-template <int N>
-__device__ inline void wgmma_wait() {
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
-#endif
-}
-/* Makes this thread's completed cp.async writes visible to the async proxy (wgmma). */
-__device__ inline void fence_proxy_async_smem() {
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-#endif
-}
 
 /* Admissions staged per tile in shared memory (GATE mode of the wgmma kernel), so no
  * epilogue waits on a global atomic. Tile i's epilogue appends its passing keys to buffer
@@ -799,9 +742,6 @@ scan_wgmma_kernel(ScanParams p) {
 /* ------------------------------------------------------------------ TMA-fed, warp-specialised gate scan */
 
 /* mbarrier and tensor-memory-access (TMA) primitives, sm_90. */
-__device__ inline uint32_t smem_u32(const void *p) {
-    return (uint32_t)__cvta_generic_to_shared(p);
-}
 __device__ inline void mbar_init(uint64_t *b, uint32_t count) {
     asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_u32(b)), "r"(count)
                  : "memory");
@@ -840,10 +780,6 @@ __device__ inline void tma_load_3d(void *dst, const CUtensorMap *map, int c0, in
                  " [%0], [%1, {%2, %3, %4}], [%5];\n" ::"r"(smem_u32(dst)),
                  "l"((uint64_t)map), "r"(c0), "r"(c1), "r"(c2), "r"(smem_u32(bar))
                  : "memory");
-}
-/* Synchronises the n threads that use named barrier id (ids 1..15; 0 is __syncthreads). */
-__device__ inline void named_bar_sync(int id, int n) {
-    asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(n) : "memory");
 }
 
 /* Shared memory of scan_tma_kernel: STAGES slots of (query chunk, row chunk). */
