@@ -46,3 +46,18 @@ int sieve__cuda_select3(void *ctx, const float *keys, uint32_t lists, uint32_t n
                         uint32_t rj2, uint32_t parts, float *out) {
     return SIEVE_ENODEV;
 }
+int sieve__cuda_indexer_scratch_size(void *ctx, const sieve_indexer_params *p, size_t *bytes) {
+    return SIEVE_ENODEV;
+}
+int sieve__cuda_indexer_topk(void *ctx, const sieve_indexer_params *p, const void *q,
+                             const void *keys, const float *w, void *scratch,
+                             size_t scratch_bytes, int32_t *out_idx, float *out_scores,
+                             uint32_t *out_counts, sieve_indexer_stats *stats) {
+    return SIEVE_ENODEV;
+}
+int sieve__cuda_indexer_materialized(void *ctx, const sieve_indexer_params *p, const void *q,
+                                     const void *keys, const float *w, int32_t *out_idx,
+                                     float *out_scores, uint32_t *out_counts,
+                                     sieve_indexer_stats *stats) {
+    return SIEVE_ENODEV;
+}

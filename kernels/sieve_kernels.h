@@ -2,7 +2,8 @@
  *
  * Owns: device selection (CPU or CUDA), element types and their conversions, the batched
  * exact k-NN search (fused score + sample-guided certified top-k), the materialize-then-sort
- * oracle, a float64 reference, and the device memory primitives the page cache needs.
+ * oracle, a float64 reference, the device memory primitives the page cache needs, and the
+ * sparse-attention kernels (the indexer top-k: fused, materialized, float64 reference).
  * Must not: include CUDA headers here (callers in store/, server/, client/ stay CUDA-free),
  * know about LMDB, HTTP or JSON.
  *
@@ -360,6 +361,120 @@ int sieve_knn_materialized(sieve_device *dev, const sieve_matrix *m, const float
 int sieve_knn_reference(const sieve_matrix *m, const float *queries, uint32_t n_queries,
                         sieve_metric metric, uint32_t k, int64_t *out_rows,
                         double *out_keys, uint32_t *out_counts);
+
+/* ---------------------------------------------------------------- sparse attention: indexer top-k */
+
+/* The indexer of DeepSeek-style sparse attention (design.md, "The attention workload"): for
+ * query token t and key s,
+ *     I[t,s] = sum over h of w[t,h] * max(0, q[t,h] . key[s])
+ * with q: n_queries x heads x head_dim and keys: n_keys x head_dim, both of one dtype,
+ * row-major and contiguous, and w: n_queries x heads float32. Query t sits at position
+ * pos0 + t of the key sequence; with causal set it sees the keys s <= pos0 + t only (at most
+ * n_keys), otherwise all of them. Per query the result is the k visible keys of the largest
+ * score, best first, ties broken by the smaller key index, and equal to a full sort of the
+ * scores this device computes: the sample-guided fused path (sieve_indexer_topk) and the
+ * materialize-then-select path (sieve_indexer_topk_materialized) return the same keys and
+ * scores bit for bit on one device. A query that sees fewer than k keys gets them all,
+ * the tail padded with index -1 and score NaN.
+ *
+ * Scores: each q[t,h] . key[s] accumulates the products of the stored values in float32
+ * (exact products for float16 and bfloat16), then the heads' terms w[t,h] * max(0, dot)
+ * are summed in float32. The CPU sums the dot over head_dim with BLAS and the heads in
+ * index order with fmaf; CUDA sums the dot on the tensor cores (16-wide steps in index
+ * order) and the heads in a fixed tree. The two devices' scores may therefore differ by up
+ * to about (head_dim + heads) * 2^-24 * sum over h of |w[t,h]| * sum over d |q[t,h,d]
+ * key[s,d]|, and their answers agree up to near-ties within that bound. On both devices a
+ * NaN score ranks as -inf and -0 counts as +0; q, keys and w should be finite.
+ *
+ * CUDA: Hopper (sm_90) only, float16 and bfloat16 only, heads 1..64, head_dim a multiple of
+ * 8 up to 256, q and keys 16-byte aligned (SIEVE_ENOTSUP otherwise). The CPU takes every
+ * dtype, heads and head_dim up to INT_MAX / 256 (BLAS sizes); n_keys at most INT32_MAX
+ * (indices are int32) everywhere. */
+
+typedef struct sieve_indexer_params {
+    sieve_dtype dtype;          /* of q and keys */
+    uint32_t n_queries;         /* T >= 1 */
+    uint32_t heads;             /* H >= 1 */
+    uint32_t head_dim;          /* D >= 1 */
+    uint32_t n_keys;            /* L >= 1 */
+    uint32_t k;                 /* 1 .. n_keys */
+    int causal;                 /* nonzero: query t sees keys 0 .. pos0 + t */
+    uint32_t pos0;              /* position of query 0 in the key sequence (causal only) */
+    uint64_t seed;              /* picks the sample's random offset; any value is exact */
+    /* Tuning and test hooks; 0 means "choose". Never change the answer. */
+    uint32_t sample_keys;       /* keys in the strided sample */
+    uint32_t candidate_capacity; /* per-query candidate buffer of the fused path */
+    int force_boundary;         /* nonzero: propose forced_boundary for every query */
+    float forced_boundary;
+} sieve_indexer_params;
+
+/* Fills p: dtype, shape and k as given, causal off, everything else 0. */
+void sieve_indexer_params_init(sieve_indexer_params *p, sieve_dtype dtype, uint32_t n_queries,
+                               uint32_t heads, uint32_t head_dim, uint32_t n_keys, uint32_t k);
+
+/* Keys query t sees: n_keys, or with causal min(n_keys, pos0 + t + 1). */
+uint32_t sieve_indexer_visible(const sieve_indexer_params *p, uint32_t t);
+
+typedef struct sieve_indexer_stats {
+    uint64_t queries;
+    uint64_t keys_sampled;        /* visible keys scored for the samples, summed over queries */
+    uint64_t candidates_admitted; /* keys passing the proposed boundaries, summed */
+    uint64_t path_count[SIEVE_PATH_COUNT]; /* queries answered by each path (sieve_search_path:
+                                     CERTIFIED; UNDERFILL and OVERFLOW, recovered by scoring
+                                     the query's whole row; DIRECT: no boundary proposed, every
+                                     visible key kept or the row selected whole; FULL: the
+                                     materialized path, and on CUDA the fused path at k past
+                                     what one block sorts, about 6,500) */
+    double ms_sample, ms_scan, ms_select, ms_recover, ms_total; /* wall time of each phase
+                                     (CUDA: device time between events; CPU: summed over the
+                                     worker threads, whose queries overlap; ms_total is the
+                                     call's wall time on both) */
+} sieve_indexer_stats;
+
+/* Scratch bytes sieve_indexer_topk needs on dev for p (the CPU needs none: 0).
+ * Errors: SIEVE_EINVAL (zero sizes, k > n_keys, an unknown dtype, sizes past size_t or
+ * INT32_MAX keys), SIEVE_ENOTSUP (a shape or dtype the device does not run). */
+int sieve_indexer_scratch_size(sieve_device *dev, const sieve_indexer_params *p, size_t *bytes);
+
+/* The fused indexer top-k: a strided sample of the keys proposes each query's boundary; one
+ * pass scores every visible key and keeps those at or above it (the score matrix is never
+ * stored); a query whose pass kept at least k and at most candidate_capacity is certified
+ * and its kept keys sorted; any other query is recovered by scoring and selecting its whole
+ * row, so the answer is always exact.
+ * q, keys, w: memory of dev (host memory for the CPU), shapes as above; not modified.
+ * scratch: scratch_bytes of dev's memory (>= sieve_indexer_scratch_size), owned by the
+ *   caller; NULL: the call allocates and frees its own.
+ * out_idx (int32), out_scores (float32): n_queries x k, memory of dev, best first.
+ * out_counts: optional, n_queries uint32 in memory of dev (the real entries of each row).
+ * stats: optional, host memory; overwritten.
+ * Returns after the results are written (the device's stream is synchronised).
+ * Errors: SIEVE_EINVAL (NULL pointers, zero sizes, k > n_keys), SIEVE_ENOTSUP,
+ * SIEVE_ENOSPC (scratch too small), SIEVE_ENOMEM, SIEVE_EDEVICE. */
+int sieve_indexer_topk(sieve_device *dev, const sieve_indexer_params *p, const void *q,
+                       const void *keys, const float *w, void *scratch, size_t scratch_bytes,
+                       int32_t *out_idx, float *out_scores, uint32_t *out_counts,
+                       sieve_indexer_stats *stats);
+
+/* The materialize-then-select baseline and oracle: the same scorer scores every visible
+ * key of every query, then each row's k best are selected and sorted. CUDA writes the whole
+ * n_queries x n_keys float32 score matrix to device memory (a workspace the device keeps
+ * and grows, n_queries x (n_keys x 4 + k x 8) bytes) and selects each row by a radix select
+ * over it; the CPU holds one row per worker thread and selects by quickselect. Same
+ * arguments and results as sieve_indexer_topk (every query counted as SIEVE_PATH_FULL).
+ * Errors: as sieve_indexer_topk. */
+int sieve_indexer_topk_materialized(sieve_device *dev, const sieve_indexer_params *p,
+                                    const void *q, const void *keys, const float *w,
+                                    int32_t *out_idx, float *out_scores, uint32_t *out_counts,
+                                    sieve_indexer_stats *stats);
+
+/* Float64 reference on host memory: every score accumulated in double from the stored
+ * values (products, the ReLU and the heads' sum), a full sort per query (score descending,
+ * index ascending). out_idx: n_queries x k, padded with -1 like sieve_indexer_topk;
+ * out_scores (optional) gets the double scores (NaN padding); out_counts optional.
+ * Single-threaded, slow. Errors: SIEVE_EINVAL, SIEVE_ENOMEM. */
+int sieve_indexer_reference(const sieve_indexer_params *p, const void *q, const void *keys,
+                            const float *w, int32_t *out_idx, double *out_scores,
+                            uint32_t *out_counts);
 
 #ifdef __cplusplus
 }

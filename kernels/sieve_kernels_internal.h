@@ -91,6 +91,32 @@ int sieve__cuda_fill_normal(void *ctx, void *dst, sieve_dtype dtype, size_t n, u
 int sieve__cuda_row_sqnorms(void *ctx, sieve_dtype dtype, const void *rows, uint64_t n_rows,
                             uint32_t dim, float *out);
 
+/* ---- the indexer top-k (kernels/indexer.c checks the arguments and dispatches) */
+
+/* Checks p (sizes nonzero, 1 <= k <= n_keys, dtype known, products within size_t).
+ * 0 or SIEVE_EINVAL. */
+int sieve__check_indexer_params(const sieve_indexer_params *p);
+
+/* CPU backend (kernels/cpu/indexer.c), host memory. `materialized` nonzero: score each
+ * query's whole row and select from it; zero: the sample-guided path (sample, proposed
+ * boundary, one gated pass into a candidate buffer, certification, whole-row recovery).
+ * Both score with one function, so their answers are bit-identical. */
+int sieve__cpu_indexer_topk(const sieve_device *dev, const sieve_indexer_params *p,
+                            const void *q, const void *keys, const float *w, int materialized,
+                            int32_t *out_idx, float *out_scores, uint32_t *out_counts,
+                            sieve_indexer_stats *stats);
+
+/* CUDA backend (kernels/cuda/indexer.cu; SIEVE_ENODEV from the stub). */
+int sieve__cuda_indexer_scratch_size(void *ctx, const sieve_indexer_params *p, size_t *bytes);
+int sieve__cuda_indexer_topk(void *ctx, const sieve_indexer_params *p, const void *q,
+                             const void *keys, const float *w, void *scratch,
+                             size_t scratch_bytes, int32_t *out_idx, float *out_scores,
+                             uint32_t *out_counts, sieve_indexer_stats *stats);
+int sieve__cuda_indexer_materialized(void *ctx, const sieve_indexer_params *p, const void *q,
+                                     const void *keys, const float *w, int32_t *out_idx,
+                                     float *out_scores, uint32_t *out_counts,
+                                     sieve_indexer_stats *stats);
+
 #ifdef __CUDACC__
 #define SIEVE__HD __host__ __device__
 #else

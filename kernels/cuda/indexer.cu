@@ -1,0 +1,937 @@
+/* indexer.cu: the CUDA backend of the indexer top-k (sieve_kernels.h, "sparse attention:
+ * indexer top-k").
+ *
+ * Owns: the scoring tile every mode shares (wgmma, sm_90a), the propose, select and
+ * materialized-select kernels, and the host flow: sample -> proposed boundaries -> one gated
+ * pass -> certification and sort -> whole-row recovery of the queries not certified.
+ * Must not: know about the store or the k-NN search's state; synchronise the host more than
+ * once on the fused path before the recovery (the certification's report).
+ *
+ * The scoring tile. A CTA of two warpgroups holds 128 head rows of query tokens resident in
+ * shared memory (each token's heads padded to Hp = 16, 32 or 64 rows, so 128 / Hp tokens)
+ * and streams a range of keys past them, 128 keys a tile: queries are the wgmma A operand
+ * (M = 64 a warpgroup), keys the B operand (N = 128), both K-major in 128-byte-swizzled
+ * shared memory, the keys through a 4-slot cp.async ring of 64-wide chunks of head_dim. A
+ * work unit is (token tile, key range); the ranges are sized so the units fill the GPU in
+ * nearly whole waves. Loading the queries once a unit halves the bytes per product against
+ * a tile that reloads both operands (measured: 17.4 -> 12.2 ms at the target shape,
+ * bench/RESULTS.md). The epilogue turns each thread's two head rows into
+ * fmaf(w1, relu(d1), w0 * relu(d0)), sums the 16 rows of a warp by a reduce-scatter over
+ * the lane bits of the row (16 + 8 + 4 shuffles for 32 keys) and the warps of a token in
+ * shared memory in a fixed order ((w0 + w1) + (w2 + w3)), so a score is bit-identical in
+ * every mode and launch. Then:
+ *   SAMPLE  writes the score of each key of a fixed-stride sample (-inf where not visible);
+ *   GATE    appends (score, key) of every visible key at or above the query's proposed
+ *           boundary to its candidate buffer (one atomic a warp), counting past the capacity;
+ *   MAT     writes every score of the row (-inf where not visible): the materialized path.
+ * The score matrix is never written on the fused path.
+ */
+#include <cub/cub.cuh>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda_common.cuh"
+#include "prims.cuh"
+#include "wgmma.cuh"
+
+using namespace sieve_cuda;
+
+namespace {
+
+constexpr int IX_SAMPLE = 0, IX_GATE = 1, IX_MAT = 2;
+constexpr int IX_BQ = 128; /* head rows a tile: two warpgroups of 64 */
+constexpr int IX_BR = 128; /* keys a tile (wgmma N) */
+constexpr int IX_KC = 64;  /* elements a K chunk: one 128-byte swizzle row */
+constexpr int IX_ST = 4;   /* key pipeline stages */
+constexpr int IX_KT_MAX = 4; /* K chunks of the resident query tile: head_dim up to 256 */
+/* dynamic shared memory: the resident query tile (KT chunks) and the key ring */
+constexpr size_t ix_smem(int kt) { return (size_t)(kt * IX_BQ + IX_ST * IX_BR) * IX_KC * 2 + 1024; }
+constexpr int IX_SORT_T = 512, IX_SORT_I = 16;
+constexpr uint32_t IX_CAP_MAX = (uint32_t)IX_SORT_T * IX_SORT_I; /* what one block sorts */
+constexpr int IX_SEL_T = 1024;         /* the materialized select's threads a row */
+constexpr uint32_t IX_SAMPLE_DEFAULT = 4096;
+constexpr size_t IX_RECOVER_BYTES = (size_t)256 << 20; /* a recovery chunk's row buffers */
+
+/* Path bytes (sieve_search_path values). */
+constexpr uint8_t P_CERT = SIEVE_PATH_CERTIFIED, P_UNDER = SIEVE_PATH_UNDERFILL,
+                  P_OVER = SIEVE_PATH_OVERFLOW, P_DIRECT = SIEVE_PATH_DIRECT;
+
+/* Which keys query token qt sees: 0 .. vis - 1 (causal visibility is a prefix). */
+struct IxVis {
+    uint32_t L, causal, pos0, k;
+    __host__ __device__ uint32_t visible(uint32_t qt) const {
+        if (!causal) return L;
+        uint64_t v = (uint64_t)pos0 + qt + 1;
+        return v < L ? (uint32_t)v : L;
+    }
+    __host__ __device__ uint32_t need(uint32_t qt) const {
+        uint32_t v = visible(qt);
+        return v < k ? v : k;
+    }
+};
+
+struct IxParams {
+    const void *q;    /* [T][H][D] */
+    const void *keys; /* [L][D] */
+    const float *w;   /* [T][H] */
+    uint32_t H, Hp, hp_log2, D;
+    IxVis vis;
+    uint32_t ntok;        /* tokens in this launch */
+    const uint32_t *tmap; /* launch token i -> query token (NULL: i) */
+    uint32_t ntt;         /* token tiles: ceil(ntok / (128 / Hp)) */
+    uint32_t nsplit;      /* key ranges a token tile is split into (work units: ntt x nsplit) */
+    uint32_t kt_per;      /* key tiles a range */
+    uint32_t nkeys;       /* keys in this launch: the sample's S, or L */
+    uint32_t s_off, s_stride; /* SAMPLE: logical key i is key s_off + i * s_stride */
+    float *out;           /* SAMPLE, MAT: [ntok][ld] */
+    uint64_t ld;
+    const float *thr;     /* GATE: [T] proposed boundaries */
+    uint32_t *cnt;        /* GATE: [T] admitted (counted past cap too) */
+    uint64_t *cand;       /* GATE: [T][cap] packed (score, key) */
+    uint32_t cap;
+};
+
+
+template <typename E, int MODE>
+__global__ void __launch_bounds__(256, 2) ix_scan_kernel(const __grid_constant__ IxParams p) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    constexpr int KC = IX_KC, BQ = IX_BQ, BR = IX_BR, ST = IX_ST;
+    constexpr int AHEAD = ST - 2; /* key chunks loading ahead of the one computed */
+    extern __shared__ unsigned char smem_raw[];
+    const uint32_t sbase = (uint32_t)__cvta_generic_to_shared(smem_raw);
+    unsigned char *sm = smem_raw + ((1024u - (sbase & 1023u)) & 1023u);
+    const int KT = (int)((p.D + KC - 1) / KC);
+    E *Qs = (E *)sm;                               /* [KT][BQ][64]: the unit's queries */
+    E *Rs = (E *)(sm + (size_t)KT * BQ * KC * 2);  /* [ST][BR][64]: the key ring */
+    __shared__ float red[2][4][BR];                /* [warpgroup][warp][key] */
+
+    const uint32_t tpt = (uint32_t)BQ >> p.hp_log2; /* tokens a tile */
+    const uint32_t nkt = (p.nkeys + BR - 1) / BR;
+    const uint32_t units = p.ntt * p.nsplit;
+    const E *qg = (const E *)p.q;
+    const E *kg = (const E *)p.keys;
+    const int lc = threadIdx.x & 7, lr = threadIdx.x >> 3; /* 16-byte column, first row */
+    const int wg = threadIdx.x / 128;
+    const int lane = threadIdx.x % 32, wq = (threadIdx.x % 128) / 32;
+    const int g = lane / 4, tq = lane % 4;
+    const uint32_t tpw = 64u >> p.hp_log2; /* tokens a warpgroup */
+    const uint32_t wpt = p.Hp >> 4;        /* warps a token: 1, 2 or 4 */
+    auto tok = [&](uint32_t i) { return p.tmap ? p.tmap[i] : i; };
+
+    float acc[64];
+#pragma unroll
+    for (int i = 0; i < 64; i++) acc[i] = 0.f;
+
+    for (uint32_t u = blockIdx.x; u < units; u += gridDim.x) {
+        const uint32_t tok0 = (u / p.nsplit) * tpt;
+        const uint32_t kt0 = (u % p.nsplit) * p.kt_per;
+        if (kt0 >= nkt) continue;
+        const uint32_t nt = min(p.kt_per, nkt - kt0); /* key tiles of this unit */
+        const uint32_t total = nt * (uint32_t)KT;      /* key chunks */
+
+        /* the unit's query tile, resident for all its key tiles: rows and columns outside
+           the data load as zeros (src-size 0), so padded heads and tokens score
+           0 * relu(0) = 0, never a NaN from stale shared memory */
+#pragma unroll
+        for (int j = 0; j < 4; j++) {
+            const uint32_t m = lr + 32 * j; /* row: token m / Hp, head m % Hp */
+            const uint32_t ti = tok0 + (m >> p.hp_log2), hd = m & (p.Hp - 1);
+            const E *qp = ti < p.ntok && hd < p.H ? qg + ((size_t)tok(ti) * p.H + hd) * p.D : nullptr;
+            for (int kt = 0; kt < KT; kt++) {
+                const int k0 = kt * KC + lc * 8;
+                const bool ok = qp && k0 < (int)p.D;
+                cp_async16(Qs + (size_t)kt * BQ * KC + m * KC + ((lc ^ (m & 7)) << 3),
+                           ok ? (const void *)(qp + k0) : p.q, ok ? 16 : 0);
+            }
+        }
+        cp_async_commit();
+        /* the key loads run ahead of the chunks computed: a cursor (tile, chunk, slot) that
+           steps by one chunk a call, so no division in the loop */
+        uint32_t ld_it = 0, ld_slot = 0;
+        int ld_kc = 0;
+        auto load_next = [&]() {
+            const int k0 = ld_kc * KC + lc * 8;
+            E *rs = Rs + (size_t)ld_slot * BR * KC;
+            const bool kin = k0 < (int)p.D;
+            const uint32_t li0 = (kt0 + ld_it) * BR;
+#pragma unroll
+            for (int j = 0; j < 4; j++) {
+                const int r = lr + 32 * j;
+                const uint32_t li = li0 + (uint32_t)r;
+                const uint32_t phys = MODE == IX_SAMPLE ? p.s_off + li * p.s_stride : li;
+                const bool ok = li < p.nkeys && kin;
+                cp_async16(rs + r * KC + ((lc ^ (r & 7)) << 3),
+                           ok ? (const void *)(kg + (size_t)phys * p.D + k0) : p.keys, ok ? 16 : 0);
+            }
+            ld_slot = (ld_slot + 1) % ST;
+            if (++ld_kc == KT) {
+                ld_kc = 0;
+                ld_it++;
+            }
+        };
+#pragma unroll
+        for (int s = 0; s < AHEAD; s++) {
+            if ((uint32_t)s < total) load_next();
+            cp_async_commit();
+        }
+        /* this thread's per-unit constants: its two head rows' weights, and for each token of
+           its warpgroup the query, its visible keys and its boundary */
+        const uint32_t m0 = (uint32_t)(wq * 16 + g);
+        const uint32_t hd0 = m0 & (p.Hp - 1), hd1 = hd0 + 8;
+        float w0 = 0.f, w1 = 0.f;
+        {
+            const uint32_t ti = tok0 + (uint32_t)wg * tpw + (m0 >> p.hp_log2);
+            if (ti < p.ntok) {
+                const float *wr = p.w + (size_t)tok(ti) * p.H;
+                if (hd0 < p.H) w0 = __ldg(wr + hd0);
+                if (hd1 < p.H) w1 = __ldg(wr + hd1);
+            }
+        }
+        uint32_t u_qt[4], u_vis[4];
+        float u_thr[4];
+#pragma unroll
+        for (int t = 0; t < 4; t++) {
+            const uint32_t tiu = tok0 + (uint32_t)wg * tpw + (uint32_t)t;
+            const bool tv = (uint32_t)t < tpw && tiu < p.ntok;
+            u_qt[t] = tv ? tok(tiu) : 0u;
+            u_vis[t] = tv ? p.vis.visible(u_qt[t]) : 0u; /* 0: no key of this slot is visible */
+            u_thr[t] = MODE == IX_GATE && tv ? __ldg(p.thr + u_qt[t]) : 0.f;
+        }
+        uint32_t slot = 0; /* the ring slot of the chunk computed */
+        for (uint32_t it = 0; it < nt; it++) {
+            for (int kc = 0; kc < KT; kc++) {
+                const uint32_t c = it * (uint32_t)KT + (uint32_t)kc;
+                /* chunk c landed (and the query tile, older), visible to wgmma */
+                cp_async_wait<AHEAD - 1>();
+                fence_proxy_async_smem();
+                __syncthreads();
+                /* slot (c + AHEAD) % ST is free: every warpgroup waited for the wgmma group
+                   that read it (chunk c + AHEAD - ST <= c - 2) */
+                if (c + AHEAD < total) load_next();
+                cp_async_commit();
+                const E *qs = Qs + (size_t)kc * BQ * KC + (size_t)wg * 64 * KC;
+                const E *rs = Rs + (size_t)slot * BR * KC;
+                slot = (slot + 1) % ST;
+                wgmma_fence();
+#pragma unroll
+                for (int kk = 0; kk < KC; kk += 16)
+                    WgmmaOp<E, BR>::run(acc, sw128_desc(qs + kk), sw128_desc(rs + kk),
+                                        kc > 0 || kk > 0);
+                wgmma_commit();
+                wgmma_wait<1>();
+            }
+            wgmma_wait<0>();
+
+            /* accumulator 4n + 2h + j: head row 16 wq + g + 8h of this warpgroup, key
+               8n + 2tq + j. Each thread first folds its two rows, then the warp's 16 rows
+               are summed by a reduce-scatter over lane bits 4, 3, 2 (g's bits): each step
+               sends half of what the thread holds to its partner and adds what it receives,
+               so after 16 + 8 + 4 shuffles thread g holds the warp's sums of keys
+               8 (2g + i / 2) + 2tq + i % 2, i < 4 */
+            const uint32_t key0 = (kt0 + it) * BR;
+            float v[32];
+#pragma unroll
+            for (int n = 0; n < 16; n++)
+#pragma unroll
+                for (int j = 0; j < 2; j++)
+                    v[n * 2 + j] = fmaf(w1, fmaxf(acc[n * 4 + 2 + j], 0.f),
+                                        w0 * fmaxf(acc[n * 4 + j], 0.f));
+            {
+                const bool up = (g & 4) != 0;
+#pragma unroll
+                for (int i = 0; i < 16; i++) {
+                    const float mine = up ? v[i + 16] : v[i], give = up ? v[i] : v[i + 16];
+                    v[i] = mine + __shfl_xor_sync(0xffffffffu, give, 16);
+                }
+            }
+            {
+                const bool up = (g & 2) != 0;
+#pragma unroll
+                for (int i = 0; i < 8; i++) {
+                    const float mine = up ? v[i + 8] : v[i], give = up ? v[i] : v[i + 8];
+                    v[i] = mine + __shfl_xor_sync(0xffffffffu, give, 8);
+                }
+            }
+            {
+                const bool up = (g & 1) != 0;
+#pragma unroll
+                for (int i = 0; i < 4; i++) {
+                    const float mine = up ? v[i + 4] : v[i], give = up ? v[i] : v[i + 4];
+                    v[i] = mine + __shfl_xor_sync(0xffffffffu, give, 4);
+                }
+            }
+#pragma unroll
+            for (int i = 0; i < 4; i++) red[wg][wq][8 * (2 * g + i / 2) + 2 * tq + i % 2] = v[i];
+            named_bar_sync(1 + wg, 128);
+            /* each thread: key x of the tile for every token of its warpgroup */
+            const uint32_t x = threadIdx.x % 128;
+            const uint32_t li = key0 + x;
+            const uint32_t phys = MODE == IX_SAMPLE ? p.s_off + li * p.s_stride : li;
+#pragma unroll
+            for (int t = 0; t < 4; t++) {
+                if ((uint32_t)t >= tpw) break;
+                const float *r = &red[wg][(uint32_t)t * wpt][x];
+                float sc = wpt == 1 ? r[0]
+                         : wpt == 2 ? r[0] + r[BR]
+                                    : (r[0] + r[BR]) + (r[2 * BR] + r[3 * BR]);
+                /* as the CPU does: NaN ranks last (-inf), -0 is +0 */
+                sc = sc != sc ? -INFINITY : sc + 0.0f;
+                const uint32_t qt = u_qt[t];
+                /* u_vis is 0 for a slot past the launch's tokens; li < nkeys: a real key */
+                const bool vis = li < p.nkeys && phys < u_vis[t];
+                if (MODE == IX_GATE) {
+                    /* the warp's 32 lanes hold 32 keys of one token: one atomic a warp */
+                    const bool pass = vis && sc >= u_thr[t];
+                    const unsigned bal = __ballot_sync(0xffffffffu, pass);
+                    if (bal) {
+                        const int lead = __ffs(bal) - 1;
+                        uint32_t base = 0;
+                        if (lane == lead) base = atomicAdd(p.cnt + qt, (uint32_t)__popc(bal));
+                        base = __shfl_sync(0xffffffffu, base, lead);
+                        if (pass) {
+                            const uint32_t pos = base + (uint32_t)__popc(bal & ((1u << lane) - 1u));
+                            if (pos < p.cap) p.cand[(size_t)qt * p.cap + pos] = pack_cand(sc, phys);
+                        }
+                    }
+                } else {
+                    const uint32_t tiu = tok0 + (uint32_t)wg * tpw + (uint32_t)t;
+                    if (tiu < p.ntok && li < p.nkeys)
+                        p.out[(size_t)tiu * p.ld + li] = vis ? sc : -INFINITY;
+                }
+            }
+            /* red is rewritten by the next tile's epilogue only after the next chunk's
+               block barrier */
+        }
+        /* every load of this unit landed and every warpgroup is done with the query tile
+           before the next unit overwrites it */
+        cp_async_wait<0>();
+        __syncthreads();
+    }
+#else
+    (void)p;
+    __trap();
+#endif
+}
+
+/* Radix search over the ordered bits of a block's keys (ord_of): the ordinal of the
+ * rank-th largest (1-based) among the n floats at keys, and how many keys equal to it are
+ * among the rank largest (*eq_take). blockDim.x threads; hist: 256 shared words. */
+__device__ uint32_t block_rank_ord(const float *keys, uint32_t n, uint32_t rank,
+                                   uint32_t *hist, uint32_t *shared2, uint32_t *eq_take) {
+    uint32_t prefix = 0, mask = 0, rem = rank;
+    for (int shift = 24; shift >= 0; shift -= 8) {
+        for (uint32_t b = threadIdx.x; b < 256; b += blockDim.x) hist[b] = 0;
+        __syncthreads();
+        for (uint32_t i = threadIdx.x; i < n; i += blockDim.x) {
+            const uint32_t o = ord_of(keys[i]);
+            if ((o & mask) == prefix) atomicAdd(&hist[(o >> shift) & 255u], 1u);
+        }
+        __syncthreads();
+        if (threadIdx.x == 0) {
+            uint32_t cum = 0, d = 255;
+            for (;; d--) {
+                if (cum + hist[d] >= rem || d == 0) break;
+                cum += hist[d];
+            }
+            shared2[0] = prefix | (d << shift);
+            shared2[1] = rem - cum;
+        }
+        __syncthreads();
+        prefix = shared2[0];
+        rem = shared2[1];
+        mask |= 255u << shift;
+        __syncthreads(); /* shared2 and hist are rewritten next pass */
+    }
+    *eq_take = rem;
+    return prefix;
+}
+
+/* The proposed boundary of each query token (one block each): the sample key of descending
+ * rank J (0-based) among the sampled keys it sees, or -inf when it sees no more than J. */
+__global__ void __launch_bounds__(256) ix_propose_kernel(const float *sample, uint32_t S,
+                                                         uint32_t s_off, uint32_t s_stride,
+                                                         IxVis vis, uint32_t J, float *thr) {
+    __shared__ uint32_t hist[256];
+    __shared__ uint32_t sh[2];
+    const uint32_t t = blockIdx.x;
+    const uint32_t v = vis.visible(t);
+    /* sampled keys s_off + i s_stride < v: a prefix of the sample */
+    const uint32_t St = v <= s_off ? 0u : (uint32_t)min((uint64_t)S, (uint64_t)(v - 1 - s_off) / s_stride + 1);
+    if (J >= St) {
+        if (threadIdx.x == 0) thr[t] = -INFINITY;
+        return;
+    }
+    uint32_t eq;
+    const uint32_t o = block_rank_ord(sample + (size_t)t * S, St, J + 1, hist, sh, &eq);
+    if (threadIdx.x == 0) thr[t] = float_of_ord(o);
+}
+
+/* Sorts the n (<= IX_CAP_MAX) packed candidates at buf (ascending: score descending, key
+ * ascending) and writes the first `need` of them as query qt's results, the rest of its k
+ * slots padded with -1 / NaN. */
+using IxSort = cub::BlockRadixSort<uint64_t, IX_SORT_T, IX_SORT_I>;
+constexpr size_t IX_SORT_SMEM = sizeof(typename IxSort::TempStorage);
+
+__device__ void sort_write(unsigned char *smem, const uint64_t *buf, uint32_t n, uint32_t need,
+                           uint32_t k, uint32_t qt, int32_t *oidx, float *osc, uint32_t *ocnt) {
+    uint64_t key[IX_SORT_I];
+#pragma unroll
+    for (int j = 0; j < IX_SORT_I; j++) {
+        const uint32_t i = (uint32_t)j * IX_SORT_T + threadIdx.x;
+        key[j] = i < n ? buf[i] : ~0ull;
+    }
+    IxSort(*reinterpret_cast<typename IxSort::TempStorage *>(smem)).SortBlockedToStriped(key);
+    int32_t *ri = oidx + (size_t)qt * k;
+    float *rs = osc + (size_t)qt * k;
+    const float nan = __int_as_float(0x7fc00000);
+#pragma unroll
+    for (int j = 0; j < IX_SORT_I; j++) {
+        const uint32_t r = (uint32_t)j * IX_SORT_T + threadIdx.x;
+        if (r < need) {
+            ri[r] = (int32_t)cand_row(key[j]);
+            rs[r] = cand_key(key[j]);
+        }
+    }
+    for (uint32_t r = need + threadIdx.x; r < k; r += IX_SORT_T) {
+        ri[r] = -1;
+        rs[r] = nan;
+    }
+    if (ocnt && threadIdx.x == 0) ocnt[qt] = need;
+}
+
+/* Certification and select of the fused path (one block a query token): a token that kept
+ * at least min(k, visible) and at most cap candidates is sorted and written; any other is
+ * marked for recovery (paths[t] = UNDERFILL or OVERFLOW) and written later. */
+__global__ void __launch_bounds__(IX_SORT_T) ix_select_kernel(const uint64_t *cand, uint32_t cap,
+                                                              const uint32_t *cnt, const float *thr,
+                                                              IxVis vis, int32_t *oidx, float *osc,
+                                                              uint32_t *ocnt, uint8_t *paths) {
+    extern __shared__ __align__(16) unsigned char sort_smem[];
+    const uint32_t t = blockIdx.x;
+    const uint32_t n = cnt[t], need = vis.need(t);
+    if (n < need || n > cap) {
+        if (threadIdx.x == 0) paths[t] = n < need ? P_UNDER : P_OVER;
+        return;
+    }
+    if (threadIdx.x == 0) paths[t] = thr[t] == -INFINITY ? P_DIRECT : P_CERT;
+    sort_write(sort_smem, cand + (size_t)t * cap, n, need, vis.k, t, oidx, osc, ocnt);
+}
+
+/* The materialized select (one block a row of the score matrix, row i for query token
+ * tmap[i]): the need-th largest score by a radix search over the row, then every key above it
+ * and, of the keys equal to it, the ones with the smallest indices, packed into buf[i][0 ..
+ * need) (unordered; buf[i][need .. k) set empty). */
+__global__ void __launch_bounds__(IX_SEL_T) ix_matsel_kernel(const float *mat, uint64_t ld,
+                                                             const uint32_t *tmap, IxVis vis,
+                                                             uint64_t *buf) {
+    using Scan = cub::BlockScan<uint32_t, IX_SEL_T>;
+    __shared__ typename Scan::TempStorage scan_tmp;
+    __shared__ uint32_t hist[256];
+    __shared__ uint32_t sh[2];
+    __shared__ uint32_t n_gt;
+    const uint32_t i = blockIdx.x;
+    const uint32_t qt = tmap ? tmap[i] : i;
+    const uint32_t v = vis.visible(qt), need = vis.need(qt);
+    const float *row = mat + (size_t)i * ld;
+    uint64_t *out = buf + (size_t)i * vis.k;
+    for (uint32_t r = need + threadIdx.x; r < vis.k; r += IX_SEL_T) out[r] = ~0ull;
+    uint32_t take;
+    const uint32_t kth = block_rank_ord(row, v, need, hist, sh, &take);
+    if (threadIdx.x == 0) n_gt = 0;
+    __syncthreads();
+    for (uint32_t j = threadIdx.x; j < v; j += IX_SEL_T) {
+        const float x = row[j];
+        if (ord_of(x) > kth) out[atomicAdd(&n_gt, 1u)] = pack_cand(x, j);
+    }
+    /* the equal ones in index order: the first `take` of them */
+    const uint32_t gt = need - take;
+    uint32_t base = 0;
+    for (uint32_t c0 = 0; c0 < v && base < take; c0 += IX_SEL_T) {
+        const uint32_t j = c0 + threadIdx.x;
+        const float x = j < v ? row[j] : 0.f;
+        const uint32_t f = j < v && ord_of(x) == kth ? 1u : 0u;
+        uint32_t rank, agg;
+        Scan(scan_tmp).ExclusiveSum(f, rank, agg);
+        if (f && base + rank < take) out[gt + base + rank] = pack_cand(x, j);
+        base += agg;
+        __syncthreads(); /* scan_tmp is reused */
+    }
+}
+
+/* Sorted candidates already in buf ([rows][k], segment-sorted): the results of row i's query. */
+__global__ void ix_write_kernel(const uint64_t *buf, uint32_t rows, const uint32_t *tmap,
+                                IxVis vis, int32_t *oidx, float *osc, uint32_t *ocnt) {
+    const float nan = __int_as_float(0x7fc00000);
+    const uint64_t total = (uint64_t)rows * vis.k;
+    for (uint64_t e = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; e < total;
+         e += (uint64_t)gridDim.x * blockDim.x) {
+        const uint32_t i = (uint32_t)(e / vis.k), r = (uint32_t)(e % vis.k);
+        const uint32_t qt = tmap ? tmap[i] : i;
+        const uint32_t need = vis.need(qt);
+        const uint64_t o = (uint64_t)qt * vis.k + r;
+        if (r < need) {
+            oidx[o] = (int32_t)cand_row(buf[e]);
+            osc[o] = cand_key(buf[e]);
+        } else {
+            oidx[o] = -1;
+            osc[o] = nan;
+        }
+        if (ocnt && r == 0) ocnt[qt] = need;
+    }
+}
+
+/* buf rows already hold `need` candidates each (ix_matsel_kernel): sort and write (k <=
+ * IX_CAP_MAX). */
+__global__ void __launch_bounds__(IX_SORT_T) ix_sortrows_kernel(const uint64_t *buf,
+                                                                const uint32_t *tmap, IxVis vis,
+                                                                int32_t *oidx, float *osc,
+                                                                uint32_t *ocnt) {
+    extern __shared__ __align__(16) unsigned char sort_smem[];
+    const uint32_t i = blockIdx.x;
+    const uint32_t qt = tmap ? tmap[i] : i;
+    const uint32_t need = vis.need(qt);
+    sort_write(sort_smem, buf + (size_t)i * vis.k, need, need, vis.k, qt, oidx, osc, ocnt);
+}
+
+__global__ void ix_fill_kernel(float *x, uint32_t n, float v) {
+    const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) x[i] = v;
+}
+
+__global__ void ix_offsets_kernel(int64_t *off, uint32_t rows, uint32_t k) {
+    const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i <= rows) off[i] = (int64_t)i * k;
+}
+
+/* ------------------------------------------------------------------ host side */
+
+size_t align_up(size_t x, size_t a) { return (x + a - 1) / a * a; }
+
+/* Everything one call decides before it launches; scratch offsets included. */
+struct IxPlan {
+    uint32_t Hp, hp_log2;
+    IxVis vis;
+    int mode_thr;          /* 0: sampled boundaries, 1: forced, 2: -inf (direct) */
+    uint32_t S, s_off, s_stride, J;
+    uint32_t cap;
+    bool fused;            /* false: every token recovered (k past what a block sorts) */
+    uint32_t R;            /* recovery tokens a chunk */
+    bool seg_sort;         /* recovery sorts by cub's segmented sort (k > IX_CAP_MAX) */
+    size_t cub_bytes;
+    size_t o_sample, o_thr, o_cnt, o_cand, o_paths, o_tmap, o_mat, o_buf, o_buf2, o_off, o_cub,
+        total;
+};
+
+uint64_t mix64(uint64_t x) {
+    x += 0x9e3779b97f4a7c15ull;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+}
+
+int check_shape(const sieve__cuda_ctx *c, const sieve_indexer_params *p) {
+    if (p->dtype != SIEVE_DTYPE_F16 && p->dtype != SIEVE_DTYPE_BF16) return SIEVE_ENOTSUP;
+    if (p->heads > 64 || p->head_dim % 8 || p->head_dim > (uint32_t)IX_KT_MAX * IX_KC)
+        return SIEVE_ENOTSUP;
+    if (p->n_keys > (uint32_t)INT32_MAX) return SIEVE_ENOTSUP;
+    if (c && !(c->prop.major == 9 && c->prop.minor == 0)) return SIEVE_ENOTSUP; /* sm_90a */
+    return 0;
+}
+
+/* rows: tokens a recovery chunk holds (materialized: all of them). */
+int make_plan(const sieve_indexer_params *p, bool materialized, IxPlan *pl) {
+    memset(pl, 0, sizeof *pl);
+    const uint32_t H = p->heads;
+    pl->Hp = H <= 16 ? 16 : H <= 32 ? 32 : 64;
+    pl->hp_log2 = pl->Hp == 16 ? 4 : pl->Hp == 32 ? 5 : 6;
+    pl->vis = IxVis{p->n_keys, p->causal ? 1u : 0u, p->pos0, p->k};
+    const uint32_t T = p->n_queries, L = p->n_keys, k = p->k;
+    pl->fused = !materialized && k <= IX_CAP_MAX * 4 / 5;
+    pl->seg_sort = k > IX_CAP_MAX;
+    if (pl->fused) {
+        uint32_t S = p->sample_keys ? p->sample_keys : IX_SAMPLE_DEFAULT;
+        if (S > L) S = L;
+        pl->S = S;
+        pl->s_stride = L / S;
+        const uint32_t span = (S - 1) * pl->s_stride + 1;
+        pl->s_off = (uint32_t)(mix64(p->seed) % (uint64_t)(L - span + 1));
+        /* every token's expected count of sampled keys among its best: r = need * S_t / v */
+        double rmax = 0.0;
+        for (uint32_t t = 0; t < T; t++) {
+            const uint32_t v = pl->vis.visible(t);
+            const uint32_t St = v <= pl->s_off ? 0u
+                              : (uint32_t)(((uint64_t)(v - 1 - pl->s_off)) / pl->s_stride + 1 < S
+                                               ? ((uint64_t)(v - 1 - pl->s_off)) / pl->s_stride + 1
+                                               : S);
+            const double r = (double)pl->vis.need(t) * St / (double)v;
+            if (r > rmax) rmax = r;
+        }
+        const uint64_t J = sieve__boundary_rank(rmax);
+        pl->J = J > UINT32_MAX ? UINT32_MAX : (uint32_t)J;
+        /* expected admissions k (J + 1) / r; half as many again before a token overflows */
+        double expect = rmax > 0 ? (double)k * ((double)pl->J + 1.0) / rmax : (double)L;
+        double cap = 1.5 * expect + 256.0;
+        if (p->candidate_capacity) cap = p->candidate_capacity;
+        if (cap < k) cap = k;
+        if (cap > IX_CAP_MAX) cap = IX_CAP_MAX;
+        pl->cap = (uint32_t)cap;
+        if (p->force_boundary) pl->mode_thr = 1;
+        else if (L <= pl->cap) pl->mode_thr = 2; /* admit every visible key */
+        else pl->mode_thr = 0;
+        if (pl->mode_thr != 0) pl->S = 0;
+    }
+    /* recovery (and the materialized path): rows of L scores and their k candidates */
+    const size_t per_row = (size_t)L * 4 + (size_t)k * 8 * (pl->seg_sort ? 2 : 1);
+    if (materialized) {
+        pl->R = T;
+    } else {
+        size_t R = IX_RECOVER_BYTES / per_row;
+        if (R < 1) R = 1;
+        if (R > T) R = T;
+        pl->R = (uint32_t)R;
+    }
+    if (pl->seg_sort) {
+        size_t cb = 0;
+        if (cub::DeviceSegmentedSort::SortKeys((void *)nullptr, cb, (const uint64_t *)nullptr,
+                                               (uint64_t *)nullptr, (int64_t)pl->R * k,
+                                               (int64_t)pl->R, (const int64_t *)nullptr,
+                                               (const int64_t *)nullptr) != cudaSuccess)
+            return SIEVE_EDEVICE;
+        pl->cub_bytes = cb;
+    }
+    size_t o = 0;
+    auto take = [&](size_t bytes) {
+        size_t at = o;
+        o = align_up(o + bytes, 256);
+        return at;
+    };
+    pl->o_sample = take((size_t)T * pl->S * 4);
+    pl->o_thr = take((size_t)T * 4);
+    pl->o_cnt = take((size_t)T * 4);
+    pl->o_cand = take(pl->fused ? (size_t)T * pl->cap * 8 : 0);
+    pl->o_paths = take(T);
+    pl->o_tmap = take((size_t)T * 4);
+    pl->o_mat = take((size_t)pl->R * L * 4);
+    pl->o_buf = take((size_t)pl->R * k * 8);
+    pl->o_buf2 = take(pl->seg_sort ? (size_t)pl->R * k * 8 : 0);
+    pl->o_off = take(pl->seg_sort ? ((size_t)pl->R + 1) * 8 : 0);
+    pl->o_cub = take(pl->cub_bytes);
+    pl->total = o;
+    return 0;
+}
+
+template <typename E, int MODE>
+int launch_scan_t(sieve__cuda_ctx *c, const IxParams &p0) {
+    IxParams p = p0;
+    const uint32_t tpt = (uint32_t)IX_BQ >> p.hp_log2;
+    p.ntt = (p.ntok + tpt - 1) / tpt;
+    const uint32_t nkt = (p.nkeys + IX_BR - 1) / IX_BR;
+    if (p.ntt == 0 || nkt == 0) return 0;
+    const int KT = (int)((p.D + IX_KC - 1) / IX_KC);
+    const size_t smem = ix_smem(KT);
+    auto kern = ix_scan_kernel<E, MODE>;
+    SIEVE_CUDA_TRY(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                        (int)ix_smem(IX_KT_MAX)));
+    int per_sm = 0;
+    SIEVE_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kern, 256, smem));
+    if (per_sm < 1) per_sm = 1;
+    const uint64_t slots = (uint64_t)per_sm * (uint64_t)c->prop.multiProcessorCount;
+    /* split each token tile's keys into ranges so the units fill the GPU's slots in nearly
+       whole waves (a unit loads its query tile once; more ranges cost a little more) */
+    uint32_t best = 1;
+    double best_eff = -1.0;
+    for (uint32_t ns = 1; ns <= nkt && ns <= 256; ns++) {
+        const uint32_t per = (nkt + ns - 1) / ns;
+        if ((nkt + per - 1) / per != ns) continue; /* the same ranges as a smaller ns */
+        const double units = (double)p.ntt * ns;
+        const double waves = ceil(units / (double)slots);
+        const double eff = units / (waves * (double)slots) - 0.002 * ns;
+        if (eff > best_eff + 1e-9) {
+            best_eff = eff;
+            best = ns;
+        }
+    }
+    p.kt_per = (nkt + best - 1) / best;
+    p.nsplit = (nkt + p.kt_per - 1) / p.kt_per;
+    const uint64_t units = (uint64_t)p.ntt * p.nsplit;
+    const uint64_t grid = units < slots ? units : slots;
+    kern<<<(unsigned)grid, 256, smem, c->stream>>>(p);
+    SIEVE_CUDA_LAUNCH_CHECK();
+    return 0;
+}
+
+int scan(sieve__cuda_ctx *c, sieve_dtype dt, int mode, const IxParams &p) {
+    if (dt == SIEVE_DTYPE_F16) {
+        if (mode == IX_SAMPLE) return launch_scan_t<__half, IX_SAMPLE>(c, p);
+        if (mode == IX_GATE) return launch_scan_t<__half, IX_GATE>(c, p);
+        return launch_scan_t<__half, IX_MAT>(c, p);
+    }
+    if (mode == IX_SAMPLE) return launch_scan_t<__nv_bfloat16, IX_SAMPLE>(c, p);
+    if (mode == IX_GATE) return launch_scan_t<__nv_bfloat16, IX_GATE>(c, p);
+    return launch_scan_t<__nv_bfloat16, IX_MAT>(c, p);
+}
+
+IxParams base_params(const sieve_indexer_params *p, const IxPlan &pl, const void *q,
+                     const void *keys, const float *w) {
+    IxParams x;
+    memset(&x, 0, sizeof x);
+    x.q = q;
+    x.keys = keys;
+    x.w = w;
+    x.H = p->heads;
+    x.Hp = pl.Hp;
+    x.hp_log2 = pl.hp_log2;
+    x.D = p->head_dim;
+    x.vis = pl.vis;
+    return x;
+}
+
+/* Scores the rows of the n query tokens listed at d_tmap (device memory) in full and writes
+ * their results, pl.R tokens at a time: the materialized path, and the fused path's
+ * recovery. */
+int materialize_rows(sieve__cuda_ctx *c, const sieve_indexer_params *p, const IxPlan &pl,
+                     unsigned char *base, const void *q, const void *keys, const float *w,
+                     const uint32_t *d_tmap, uint32_t n, int32_t *oidx, float *osc,
+                     uint32_t *ocnt) {
+    const uint32_t L = p->n_keys, k = p->k;
+    float *mat = (float *)(base + pl.o_mat);
+    uint64_t *buf = (uint64_t *)(base + pl.o_buf);
+    for (uint32_t s0 = 0; s0 < n; s0 += pl.R) {
+        const uint32_t m = n - s0 < pl.R ? n - s0 : pl.R;
+        const uint32_t *tm = d_tmap + s0;
+        IxParams x = base_params(p, pl, q, keys, w);
+        x.ntok = m;
+        x.tmap = tm;
+        x.nkeys = L;
+        x.out = mat;
+        x.ld = L;
+        int rc = scan(c, p->dtype, IX_MAT, x);
+        if (rc) return rc;
+        ix_matsel_kernel<<<m, IX_SEL_T, 0, c->stream>>>(mat, L, tm, pl.vis, buf);
+        SIEVE_CUDA_LAUNCH_CHECK();
+        if (!pl.seg_sort) {
+            SIEVE_CUDA_TRY(cudaFuncSetAttribute(ix_sortrows_kernel,
+                                                cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                (int)IX_SORT_SMEM));
+            ix_sortrows_kernel<<<m, IX_SORT_T, IX_SORT_SMEM, c->stream>>>(buf, tm, pl.vis, oidx,
+                                                                          osc, ocnt);
+            SIEVE_CUDA_LAUNCH_CHECK();
+        } else {
+            uint64_t *buf2 = (uint64_t *)(base + pl.o_buf2);
+            int64_t *off = (int64_t *)(base + pl.o_off);
+            ix_offsets_kernel<<<(m + 256) / 256, 256, 0, c->stream>>>(off, m, k);
+            SIEVE_CUDA_LAUNCH_CHECK();
+            size_t cb = pl.cub_bytes;
+            SIEVE_CUDA_TRY(cub::DeviceSegmentedSort::SortKeys(base + pl.o_cub, cb, buf, buf2,
+                                                              (int64_t)m * k, (int64_t)m, off,
+                                                              off + 1, c->stream));
+            const uint64_t tot = (uint64_t)m * k;
+            unsigned blocks = (unsigned)((tot + 255) / 256 < 65535 ? (tot + 255) / 256 : 65535);
+            ix_write_kernel<<<blocks, 256, 0, c->stream>>>(buf2, m, tm, pl.vis, oidx, osc, ocnt);
+            SIEVE_CUDA_LAUNCH_CHECK();
+        }
+    }
+    return 0;
+}
+
+struct Events {
+    cudaEvent_t e[5] = {nullptr, nullptr, nullptr, nullptr, nullptr};
+    ~Events() {
+        for (auto &x : e)
+            if (x) cudaEventDestroy(x);
+    }
+    int create() {
+        for (auto &x : e) SIEVE_CUDA_TRY(cudaEventCreate(&x));
+        return 0;
+    }
+    float ms(int a, int b) const {
+        float v = 0.f;
+        if (cudaEventElapsedTime(&v, e[a], e[b]) != cudaSuccess) return 0.f;
+        return v;
+    }
+};
+
+int run_topk(sieve__cuda_ctx *c, const sieve_indexer_params *p, bool materialized, const void *q,
+             const void *keys, const float *w, void *scratch, size_t scratch_bytes,
+             int32_t *oidx, float *osc, uint32_t *ocnt, sieve_indexer_stats *stats) {
+    const double t0 = sieve__now_ms();
+    int rc = check_shape(c, p);
+    if (rc) return rc;
+    if (((uintptr_t)q | (uintptr_t)keys) & 15) return SIEVE_EINVAL;
+    IxPlan pl;
+    rc = make_plan(p, materialized, &pl);
+    if (rc) return rc;
+    SIEVE_CUDA_TRY(cudaSetDevice(c->ordinal));
+    unsigned char *base = (unsigned char *)scratch;
+    if (!base) {
+        rc = sieve__cuda_ensure_work(c, pl.total);
+        if (rc) return rc;
+        base = (unsigned char *)c->work;
+    } else if (scratch_bytes < pl.total) {
+        return SIEVE_ENOSPC;
+    }
+    const uint32_t T = p->n_queries, L = p->n_keys;
+    Events ev;
+    rc = ev.create();
+    if (rc) return rc;
+    cudaStream_t s = c->stream;
+    sieve_indexer_stats st;
+    memset(&st, 0, sizeof st);
+    st.queries = T;
+
+    uint8_t *h_paths = nullptr;
+    uint32_t *h_cnt = nullptr;
+    uint32_t *h_tmap = nullptr;
+    SIEVE_CUDA_TRY(cudaEventRecord(ev.e[0], s));
+    if (!pl.fused) {
+        SIEVE_CUDA_TRY(cudaEventRecord(ev.e[1], s));
+        SIEVE_CUDA_TRY(cudaEventRecord(ev.e[2], s));
+        SIEVE_CUDA_TRY(cudaEventRecord(ev.e[3], s));
+        const double r0 = sieve__now_ms();
+        /* every token in full: an identity map so chunks can start past token 0 */
+        h_tmap = (uint32_t *)malloc((size_t)T * 4);
+        if (!h_tmap) return SIEVE_ENOMEM;
+        for (uint32_t t = 0; t < T; t++) h_tmap[t] = t;
+        uint32_t *d_tmap = (uint32_t *)(base + pl.o_tmap);
+        cudaError_t e = cudaMemcpyAsync(d_tmap, h_tmap, (size_t)T * 4, cudaMemcpyHostToDevice, s);
+        if (e != cudaSuccess) {
+            free(h_tmap);
+            return sieve__cuda_fail(e, "cudaMemcpyAsync", __FILE__, __LINE__);
+        }
+        rc = materialize_rows(c, p, pl, base, q, keys, w, d_tmap, T, oidx, osc, ocnt);
+        if (!rc) {
+            e = cudaStreamSynchronize(s);
+            if (e != cudaSuccess) rc = sieve__cuda_fail(e, "cudaStreamSynchronize", __FILE__, __LINE__);
+        }
+        free(h_tmap);
+        if (rc) return rc;
+        st.path_count[SIEVE_PATH_FULL] = T;
+        st.ms_recover = sieve__now_ms() - r0;
+        st.ms_total = sieve__now_ms() - t0;
+        if (stats) *stats = st;
+        return 0;
+    }
+
+    float *thr = (float *)(base + pl.o_thr);
+    uint32_t *cnt = (uint32_t *)(base + pl.o_cnt);
+    uint64_t *cand = (uint64_t *)(base + pl.o_cand);
+    uint8_t *paths = base + pl.o_paths;
+    if (pl.mode_thr == 0) {
+        float *sample = (float *)(base + pl.o_sample);
+        IxParams x = base_params(p, pl, q, keys, w);
+        x.ntok = T;
+        x.nkeys = pl.S;
+        x.s_off = pl.s_off;
+        x.s_stride = pl.s_stride;
+        x.out = sample;
+        x.ld = pl.S;
+        rc = scan(c, p->dtype, IX_SAMPLE, x);
+        if (rc) return rc;
+        ix_propose_kernel<<<T, 256, 0, s>>>(sample, pl.S, pl.s_off, pl.s_stride, pl.vis, pl.J, thr);
+        SIEVE_CUDA_LAUNCH_CHECK();
+    } else {
+        const float v = pl.mode_thr == 1 ? p->forced_boundary : -INFINITY;
+        ix_fill_kernel<<<(T + 255) / 256, 256, 0, s>>>(thr, T, v);
+        SIEVE_CUDA_LAUNCH_CHECK();
+    }
+    SIEVE_CUDA_TRY(cudaEventRecord(ev.e[1], s));
+    SIEVE_CUDA_TRY(cudaMemsetAsync(cnt, 0, (size_t)T * 4, s));
+    {
+        IxParams x = base_params(p, pl, q, keys, w);
+        x.ntok = T;
+        x.nkeys = L;
+        x.thr = thr;
+        x.cnt = cnt;
+        x.cand = cand;
+        x.cap = pl.cap;
+        rc = scan(c, p->dtype, IX_GATE, x);
+        if (rc) return rc;
+    }
+    SIEVE_CUDA_TRY(cudaEventRecord(ev.e[2], s));
+    SIEVE_CUDA_TRY(cudaFuncSetAttribute(ix_select_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                        (int)IX_SORT_SMEM));
+    ix_select_kernel<<<T, IX_SORT_T, IX_SORT_SMEM, s>>>(cand, pl.cap, cnt, thr, pl.vis, oidx, osc,
+                                                        ocnt, paths);
+    SIEVE_CUDA_LAUNCH_CHECK();
+    SIEVE_CUDA_TRY(cudaEventRecord(ev.e[3], s));
+
+    /* the certification's report: one wait for the device */
+    h_paths = (uint8_t *)malloc(T);
+    h_cnt = (uint32_t *)malloc((size_t)T * 4);
+    h_tmap = (uint32_t *)malloc((size_t)T * 4);
+    if (!h_paths || !h_cnt || !h_tmap) {
+        free(h_paths);
+        free(h_cnt);
+        free(h_tmap);
+        return SIEVE_ENOMEM;
+    }
+    cudaError_t e = cudaMemcpyAsync(h_paths, paths, T, cudaMemcpyDeviceToHost, s);
+    if (e == cudaSuccess) e = cudaMemcpyAsync(h_cnt, cnt, (size_t)T * 4, cudaMemcpyDeviceToHost, s);
+    if (e == cudaSuccess) e = cudaStreamSynchronize(s);
+    uint32_t nrec = 0;
+    if (e == cudaSuccess) {
+        for (uint32_t t = 0; t < T; t++) {
+            st.candidates_admitted += h_cnt[t];
+            st.path_count[h_paths[t] < SIEVE_PATH_COUNT ? h_paths[t] : SIEVE_PATH_FULL]++;
+            if (h_paths[t] == P_UNDER || h_paths[t] == P_OVER) h_tmap[nrec++] = t;
+        }
+        if (pl.mode_thr == 0)
+            for (uint32_t t = 0; t < T; t++) {
+                const uint32_t v = pl.vis.visible(t);
+                if (v > pl.s_off)
+                    st.keys_sampled += ((uint64_t)(v - 1 - pl.s_off)) / pl.s_stride + 1 < pl.S
+                                           ? ((uint64_t)(v - 1 - pl.s_off)) / pl.s_stride + 1
+                                           : pl.S;
+            }
+    }
+    const double r0 = sieve__now_ms();
+    if (e == cudaSuccess && nrec) {
+        uint32_t *d_tmap = (uint32_t *)(base + pl.o_tmap);
+        e = cudaMemcpyAsync(d_tmap, h_tmap, (size_t)nrec * 4, cudaMemcpyHostToDevice, s);
+        if (e == cudaSuccess)
+            rc = materialize_rows(c, p, pl, base, q, keys, w, d_tmap, nrec, oidx, osc, ocnt);
+        if (e == cudaSuccess && !rc) e = cudaStreamSynchronize(s);
+    }
+    free(h_paths);
+    free(h_cnt);
+    free(h_tmap);
+    if (e != cudaSuccess) return sieve__cuda_fail(e, "indexer report", __FILE__, __LINE__);
+    if (rc) return rc;
+    st.ms_sample = ev.ms(0, 1);
+    st.ms_scan = ev.ms(1, 2);
+    st.ms_select = ev.ms(2, 3);
+    st.ms_recover = nrec ? sieve__now_ms() - r0 : 0.0;
+    st.ms_total = sieve__now_ms() - t0;
+    if (stats) *stats = st;
+    return 0;
+}
+
+} // namespace
+
+extern "C" int sieve__cuda_indexer_scratch_size(void *ctx, const sieve_indexer_params *p,
+                                                size_t *bytes) {
+    int rc = check_shape((const sieve__cuda_ctx *)ctx, p);
+    if (rc) return rc;
+    IxPlan pl;
+    rc = make_plan(p, false, &pl);
+    if (rc) return rc;
+    *bytes = pl.total;
+    return 0;
+}
+
+extern "C" int sieve__cuda_indexer_topk(void *ctx, const sieve_indexer_params *p, const void *q,
+                                        const void *keys, const float *w, void *scratch,
+                                        size_t scratch_bytes, int32_t *out_idx, float *out_scores,
+                                        uint32_t *out_counts, sieve_indexer_stats *stats) {
+    return run_topk((sieve__cuda_ctx *)ctx, p, false, q, keys, w, scratch, scratch_bytes, out_idx,
+                    out_scores, out_counts, stats);
+}
+
+extern "C" int sieve__cuda_indexer_materialized(void *ctx, const sieve_indexer_params *p,
+                                                const void *q, const void *keys, const float *w,
+                                                int32_t *out_idx, float *out_scores,
+                                                uint32_t *out_counts, sieve_indexer_stats *stats) {
+    return run_topk((sieve__cuda_ctx *)ctx, p, true, q, keys, w, nullptr, 0, out_idx, out_scores,
+                    out_counts, stats);
+}
