@@ -2,8 +2,8 @@
  *
  * Owns: the `knn` mode (fused search vs the in-house materialized path on synthetic data or
  * on rows and queries read from vector files, with exactness checks, the floor and percent
- * of floor, recovery-path counts) and its table and JSON output. Must not: touch the store
- * or the server.
+ * of floor, recovery-path counts) and its table and JSON output, and the dispatch to the
+ * `attention` mode (bench_attention.c). Must not: touch the store or the server.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
@@ -14,10 +14,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_util.h"
 #include "sieve_datasets.h"
 #include "sieve_kernels.h"
-
-#define MAXLIST 32
 
 typedef struct knn_opts {
     const char *device;
@@ -58,62 +57,6 @@ static void res_free(sieve_device *dev, int pinned, void *p) {
         sieve_host_free_pinned(dev, p);
     else
         free(p);
-}
-
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
-}
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n) {
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-/* Parses "1k,2.5m,7"; with allow_all, "all" gives 0 (every row of --base). */
-static int parse_list_u64_all(const char *s, uint64_t *out, int max, int allow_all) {
-    int n = 0;
-    char *copy = strdup(s), *save = NULL;
-    if (!copy) return -1;
-    for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-        if (allow_all && !strcmp(t, "all") && n < max) {
-            out[n++] = 0;
-            continue;
-        }
-        char *end = NULL;
-        errno = 0;
-        double v = strtod(t, &end);
-        uint64_t mult = 1;
-        if (end && (*end == 'k' || *end == 'K')) mult = 1000, end++;
-        else if (end && (*end == 'm' || *end == 'M')) mult = 1000000, end++;
-        if (errno || !end || *end || v <= 0 || n >= max) {
-            free(copy);
-            return -1;
-        }
-        out[n++] = (uint64_t)(v * (double)mult + 0.5);
-    }
-    free(copy);
-    return n;
-}
-
-static int parse_list_u64(const char *s, uint64_t *out, int max) {
-    return parse_list_u64_all(s, out, max, 0);
-}
-
-static int parse_list_u32(const char *s, uint32_t *out, int max) {
-    uint64_t tmp[MAXLIST];
-    int n = parse_list_u64(s, tmp, max < MAXLIST ? max : MAXLIST);
-    for (int i = 0; i < n; i++) {
-        if (tmp[i] > UINT32_MAX) return -1;
-        out[i] = (uint32_t)tmp[i];
-    }
-    return n;
 }
 
 static void knn_usage(FILE *f) {
@@ -231,7 +174,7 @@ static int knn_parse(int argc, char **argv, knn_opts *o) {
         } else if (!strcmp(a, "--n")) {
             NEED();
             /* "all" (0 here) = every row of --base; checked once the file is open */
-            if ((o->n_ns = parse_list_u64_all(v, o->ns, MAXLIST, 1)) <= 0) goto bad;
+            if ((o->n_ns = bench_parse_list_u64_all(v, o->ns, MAXLIST, 1)) <= 0) goto bad;
         } else if (!strcmp(a, "--base")) {
             NEED();
             o->base_path = v;
@@ -240,10 +183,10 @@ static int knn_parse(int argc, char **argv, knn_opts *o) {
             o->queries_path = v;
         } else if (!strcmp(a, "--batch")) {
             NEED();
-            if ((o->n_batches = parse_list_u32(v, o->batches, MAXLIST)) <= 0) goto bad;
+            if ((o->n_batches = bench_parse_list_u32(v, o->batches, MAXLIST)) <= 0) goto bad;
         } else if (!strcmp(a, "--k")) {
             NEED();
-            if ((o->n_ks = parse_list_u32(v, o->ks, MAXLIST)) <= 0) goto bad;
+            if ((o->n_ks = bench_parse_list_u32(v, o->ks, MAXLIST)) <= 0) goto bad;
         } else if (!strcmp(a, "--dim")) {
             NEED();
             o->dim = (uint32_t)atoi(v);
@@ -464,12 +407,6 @@ static int check_files(knn_opts *o, char *label, size_t label_len) {
 }
 
 /* A number for JSON: "null" when it is not finite (JSON has no NaN). */
-static const char *jnum(char buf[32], double v) {
-    if (isfinite(v)) snprintf(buf, 32, "%.4f", v);
-    else snprintf(buf, 32, "null");
-    return buf;
-}
-
 static double tflops_for(const knn_opts *o, sieve_dtype dt) {
     return dt == SIEVE_DTYPE_F16 ? o->tflops_f16 : dt == SIEVE_DTYPE_BF16 ? o->tflops_bf16 : o->tflops_f32;
 }
@@ -591,20 +528,20 @@ static int run_knn(int argc, char **argv) {
                     for (int r = 0; !rc && r < o.warmup; r++)
                         rc = sieve_knn(dev, m, q, B, &p, scratch, sb, rows, sc, cnt, NULL, &st);
                     for (int r = 0; !rc && r < o.repeat; r++) {
-                        double t0 = now_ms();
+                        double t0 = bench_now_ms();
                         rc = sieve_knn(dev, m, q, B, &p, scratch, sb, rows, sc, cnt, NULL, &st);
-                        t[r] = now_ms() - t0;
+                        t[r] = bench_now_ms() - t0;
                     }
-                    double fused = rc ? NAN : median(t, o.repeat);
+                    double fused = rc ? NAN : bench_median(t, o.repeat);
                     double mat = NAN;
                     const char *exact = "-";
                     if (!rc && o.materialized) {
                         for (int r = 0; !rc && r < o.mat_repeat; r++) {
-                            double t0 = now_ms();
+                            double t0 = bench_now_ms();
                             rc = sieve_knn_materialized(dev, m, q, B, &p, mrows, msc, mcnt, NULL);
-                            t[r] = now_ms() - t0;
+                            t[r] = bench_now_ms() - t0;
                         }
-                        if (!rc) mat = median(t, o.mat_repeat);
+                        if (!rc) mat = bench_median(t, o.mat_repeat);
                         if (!rc && o.validate) {
                             size_t bad = 0;
                             for (size_t i = 0; i < nr; i++)
@@ -658,7 +595,7 @@ static int run_knn(int argc, char **argv) {
                                 info.name, (unsigned long long)n, o.dim, sieve_dtype_name(dt),
                                 sieve_metric_name(o.metric), data_label,
                                 o.pinned_results ? "pinned" : "pageable", o.sample_rows, B, k,
-                                jnum(jf, fused), jnum(jm, mat), jnum(jl, floor_ms), exact,
+                                bench_jnum(jf, fused), bench_jnum(jm, mat), bench_jnum(jl, floor_ms), exact,
                                 (double)st.candidates_admitted / B,
                                 st.ms_sample, st.ms_scan, st.ms_select, st.ms_download,
                                 (unsigned long long)st.path_count[0], (unsigned long long)st.path_count[1],
@@ -697,7 +634,9 @@ static void usage(FILE *f) {
             "usage: sieve-bench MODE [options]\n"
             "\n"
             "modes:\n"
-            "  knn        fused exact k-NN vs the materialized path (see sieve-bench knn --help)\n");
+            "  knn        fused exact k-NN vs the materialized path (see sieve-bench knn --help)\n"
+            "  attention  the sparse-attention kernels: the fused indexer top-k vs its\n"
+            "             materialize-then-select path (see sieve-bench attention --help)\n");
 }
 
 int main(int argc, char **argv) {
@@ -707,6 +646,7 @@ int main(int argc, char **argv) {
         return argc < 2 ? 2 : 0;
     }
     if (!strcmp(argv[1], "knn")) return run_knn(argc - 2, argv + 2);
+    if (!strcmp(argv[1], "attention")) return sieve_bench_attention(argc - 2, argv + 2);
     fprintf(stderr, "sieve-bench: unknown mode '%s'\n", argv[1]);
     usage(stderr);
     return 2;
