@@ -369,33 +369,54 @@ __global__ void __launch_bounds__(256) ix_propose_kernel(const float *sample, ui
 
 /* Sorts the n (<= IX_CAP_MAX) packed candidates at buf (ascending: score descending, key
  * ascending) and writes the first `need` of them as query qt's results, the rest of its k
- * slots padded with -1 / NaN. */
-using IxSort = cub::BlockRadixSort<uint64_t, IX_SORT_T, IX_SORT_I>;
-constexpr size_t IX_SORT_SMEM = sizeof(typename IxSort::TempStorage);
+ * slots padded with -1 / NaN. The sort orders each candidate repacked as
+ * (~ord(score) << b) | key over 32 + b bits, b the bits of the largest key index (17 at
+ * 131,072 keys): 13 radix passes there instead of the pair's 16; and a block of 4,096 slots
+ * where the candidates fit, else 8,192. */
+template <int I>
+using IxSort = cub::BlockRadixSort<uint64_t, IX_SORT_T, I>;
+constexpr size_t IX_SORT_SMEM = sizeof(typename IxSort<IX_SORT_I>::TempStorage);
 
-__device__ void sort_write(unsigned char *smem, const uint64_t *buf, uint32_t n, uint32_t need,
-                           uint32_t k, uint32_t qt, int32_t *oidx, float *osc, uint32_t *ocnt) {
-    uint64_t key[IX_SORT_I];
+template <int I>
+__device__ void sort_write_i(unsigned char *smem, const uint64_t *buf, uint32_t n, uint32_t need,
+                             uint32_t k, uint32_t qt, int b, int32_t *oidx, float *osc) {
+    uint64_t key[I];
 #pragma unroll
-    for (int j = 0; j < IX_SORT_I; j++) {
+    for (int j = 0; j < I; j++) {
         const uint32_t i = (uint32_t)j * IX_SORT_T + threadIdx.x;
-        key[j] = i < n ? buf[i] : ~0ull;
-    }
-    IxSort(*reinterpret_cast<typename IxSort::TempStorage *>(smem)).SortBlockedToStriped(key);
-    int32_t *ri = oidx + (size_t)qt * k;
-    float *rs = osc + (size_t)qt * k;
-    const float nan = __int_as_float(0x7fc00000);
-#pragma unroll
-    for (int j = 0; j < IX_SORT_I; j++) {
-        const uint32_t r = (uint32_t)j * IX_SORT_T + threadIdx.x;
-        if (r < need) {
-            ri[r] = (int32_t)cand_row(key[j]);
-            rs[r] = cand_key(key[j]);
+        key[j] = ~0ull; /* past every real candidate: no score's ~ord is all ones */
+        if (i < n) {
+            const uint64_t v = buf[i];
+            key[j] = ((v >> 32) << b) | (uint32_t)v;
         }
     }
+    IxSort<I>(*reinterpret_cast<typename IxSort<I>::TempStorage *>(smem))
+        .SortBlockedToStriped(key, 0, 32 + b);
+    int32_t *ri = oidx + (size_t)qt * k;
+    float *rs = osc + (size_t)qt * k;
+    const uint64_t imask = (1ull << b) - 1;
+#pragma unroll
+    for (int j = 0; j < I; j++) {
+        const uint32_t r = (uint32_t)j * IX_SORT_T + threadIdx.x;
+        if (r < need) {
+            ri[r] = (int32_t)(key[j] & imask);
+            rs[r] = float_of_ord(~(uint32_t)(key[j] >> b));
+        }
+    }
+}
+
+__device__ void sort_write(unsigned char *smem, const uint64_t *buf, uint32_t n, uint32_t need,
+                           uint32_t k, uint32_t L, uint32_t qt, int32_t *oidx, float *osc,
+                           uint32_t *ocnt) {
+    const int b = 32 - __clz(L > 1 ? L - 1 : 1u);
+    if (n <= (uint32_t)IX_SORT_T * (IX_SORT_I / 2))
+        sort_write_i<IX_SORT_I / 2>(smem, buf, n, need, k, qt, b, oidx, osc);
+    else
+        sort_write_i<IX_SORT_I>(smem, buf, n, need, k, qt, b, oidx, osc);
+    const float nan = __int_as_float(0x7fc00000);
     for (uint32_t r = need + threadIdx.x; r < k; r += IX_SORT_T) {
-        ri[r] = -1;
-        rs[r] = nan;
+        oidx[(size_t)qt * k + r] = -1;
+        osc[(size_t)qt * k + r] = nan;
     }
     if (ocnt && threadIdx.x == 0) ocnt[qt] = need;
 }
@@ -415,7 +436,7 @@ __global__ void __launch_bounds__(IX_SORT_T) ix_select_kernel(const uint64_t *ca
         return;
     }
     if (threadIdx.x == 0) paths[t] = thr[t] == -INFINITY ? P_DIRECT : P_CERT;
-    sort_write(sort_smem, cand + (size_t)t * cap, n, need, vis.k, t, oidx, osc, ocnt);
+    sort_write(sort_smem, cand + (size_t)t * cap, n, need, vis.k, vis.L, t, oidx, osc, ocnt);
 }
 
 /* The materialized select (one block a row of the score matrix, row i for query token
@@ -491,7 +512,7 @@ __global__ void __launch_bounds__(IX_SORT_T) ix_sortrows_kernel(const uint64_t *
     const uint32_t i = blockIdx.x;
     const uint32_t qt = tmap ? tmap[i] : i;
     const uint32_t need = vis.need(qt);
-    sort_write(sort_smem, buf + (size_t)i * vis.k, need, need, vis.k, qt, oidx, osc, ocnt);
+    sort_write(sort_smem, buf + (size_t)i * vis.k, need, need, vis.k, vis.L, qt, oidx, osc, ocnt);
 }
 
 __global__ void ix_fill_kernel(float *x, uint32_t n, float v) {
@@ -571,7 +592,11 @@ int make_plan(const sieve_indexer_params *p, bool materialized, IxPlan *pl) {
         pl->J = J > UINT32_MAX ? UINT32_MAX : (uint32_t)J;
         /* expected admissions k (J + 1) / r; half as many again before a token overflows */
         double expect = rmax > 0 ? (double)k * ((double)pl->J + 1.0) / rmax : (double)L;
+        /* at least 2,048 (memory only: the select's work follows what was kept): at small k
+           the expectation is a few hundred and its spread wide (k = 1 and 64 at 128K keys
+           overflowed 1-2 tokens in 2,048 with 1.5 x + 256, bench/RESULTS.md) */
         double cap = 1.5 * expect + 256.0;
+        if (cap < 2048.0) cap = 2048.0;
         if (p->candidate_capacity) cap = p->candidate_capacity;
         if (cap < k) cap = k;
         if (cap > IX_CAP_MAX) cap = IX_CAP_MAX;
