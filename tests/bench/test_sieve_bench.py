@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""sieve-bench knn on the CPU backend: its options, its JSON lines and its input errors.
+"""sieve-bench knn and attention on the CPU backend: their options, JSON lines and input errors.
 
 Runs the real binary of $SIEVE_BUILD_DIR. Asserts that --help documents every option the
 sweeps use; that a run with --sample-rows and --results pinned takes the sampled (fused)
@@ -95,6 +95,36 @@ def main():
                      (["--sample-rows", "12x"], "--sample-rows"), (["--sample-rows"], "--sample-rows")):
         rc, so, se = run(["knn", "--device", "cpu"] + bad)
         check(rc == 2 and opt in se, f"{' '.join(bad)}: exit 2 naming {opt}", (rc, se.strip()[:120]), (2, opt))
+
+    # sieve-bench attention (the indexer top-k) on the CPU: 20,000 keys with a 2,048-key
+    # sample, so every query is sampled and certified or recovered, exactly
+    rc, so, se = run(["attention", "--help"])
+    check(rc == 0, "attention --help exits 0", rc, 0)
+    for opt in ("--keys LIST", "--queries LIST", "--sample-keys S", "--no-causal", "--json FILE"):
+        check(opt in so, f"attention --help documents {opt}", so[:200], opt)
+    js3 = os.path.join(tmp, "attention.json")
+    rc, so, se = run(["attention", "--device", "cpu", "--heads", "8", "--head-dim", "64", "--keys", "20000",
+                      "--queries", "4,16", "--k", "16,100", "--sample-keys", "2048", "--repeat", "1",
+                      "--warmup", "0", "--mat-repeat", "1", "--json", js3])
+    if rc != 0:
+        print(so[-3000:], se[-3000:])
+    check(rc == 0, "an attention run on the CPU exits 0", rc, 0)
+    rows = lines(js3) if os.path.exists(js3) else []
+    check(len(rows) == 4, "one JSON line per (T, k)", len(rows), 4)
+    for r in rows:
+        tag = f"attention T={r['T']} k={r['k']}"
+        check(r["mode"] == "attention" and r["kernel"] == "indexer" and r["H"] == 8 and r["D"] == 64
+              and r["L"] == 20000 and r["causal"] == 1, f"{tag}: shape in the JSON line",
+              (r["mode"], r["kernel"], r["H"], r["D"], r["L"], r["causal"]), ("attention", "indexer", 8, 64, 20000, 1))
+        check(r["exact"] == "yes", f"{tag}: fused == materialized", r["exact"], "yes")
+        check(sum(r["paths"]) == r["T"] and r["paths"][CERTIFIED] > 0 and r["paths"][DIRECT] == 0,
+              f"{tag}: every query sampled, some certified", r["paths"], f"{r['T']} queries")
+        check(r["admitted_per_query"] >= r["k"] * r["paths"][CERTIFIED] / r["T"],
+              f"{tag}: the certified queries kept at least k", r["admitted_per_query"], f">= k")
+    for bad, opt in ((["--k", "0"], "--k"), (["--heads", "x"], "--heads"), (["--keys"], "--keys"),
+                     (["--dtype", "int8"], "--dtype")):
+        rc, so, se = run(["attention", "--device", "cpu"] + bad)
+        check(rc == 2 and opt in se, f"attention {' '.join(bad)}: exit 2 naming {opt}", (rc, se.strip()[:120]), (2, opt))
 
     print(f"{len(failures)} failed" if failures else "all passed")
     return 1 if failures else 0
