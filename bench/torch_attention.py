@@ -21,8 +21,12 @@ flash 1.76 / 25.5 / 429 ms, cuDNN 0.96 / 15.0 / 250 ms.
 """
 import argparse
 import json
+import os
 import sys
 import warnings
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import torch_knn  # noqa: E402  (its size parser; torch itself is imported in main)
 
 REFERENCE_MS = {("indexer", 64, 128, 131072, 2048, 2048): 114.0,
                 ("flash", 8192): 1.76, ("flash", 32768): 25.5, ("flash", 131072): 429.0,
@@ -33,16 +37,8 @@ CHECK_SHAPES = [(16, 4096, 8, 64, 64, 5), (256, 256, 8, 64, 64, 48), (8, 2048, 6
 
 
 def parse_list(s):
-    out = []
-    for t in s.split(","):
-        t = t.strip().lower()
-        mult = 1
-        if t.endswith("k"):
-            mult, t = 1024, t[:-1]
-        elif t.endswith("m"):
-            mult, t = 1024 * 1024, t[:-1]
-        out.append(int(round(float(t) * mult)))
-    return out
+    """Comma-separated sizes with k = 1024 and m = 1048576 (torch_knn.py's parser)."""
+    return torch_knn.parse_list(s, 1024)
 
 
 def main():

@@ -13,15 +13,16 @@ import json
 import sys
 
 
-def parse_list(s):
+def parse_list(s, kilo=1000):
+    """Comma-separated sizes; k = kilo and m = kilo^2 (torch_attention.py passes 1024)."""
     out = []
     for t in s.split(","):
         t = t.strip().lower()
         mult = 1
         if t.endswith("k"):
-            mult, t = 1000, t[:-1]
+            mult, t = kilo, t[:-1]
         elif t.endswith("m"):
-            mult, t = 1000000, t[:-1]
+            mult, t = kilo * kilo, t[:-1]
         out.append(int(round(float(t) * mult)))
     return out
 
