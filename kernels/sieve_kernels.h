@@ -442,14 +442,15 @@ int sieve_indexer_scratch_size(sieve_device *dev, const sieve_indexer_params *p,
  * and its kept keys sorted; any other query is recovered by scoring and selecting its whole
  * row, so the answer is always exact.
  * q, keys, w: memory of dev (host memory for the CPU), shapes as above; not modified.
- * scratch: scratch_bytes of dev's memory (>= sieve_indexer_scratch_size), owned by the
- *   caller; NULL: the call allocates and frees its own.
+ * scratch: scratch_bytes of dev's memory (>= sieve_indexer_scratch_size), 256-byte aligned
+ *   (as sieve_device_alloc returns it), owned by the caller; NULL: a workspace the device
+ *   keeps and grows is used (the CPU needs none and ignores it).
  * out_idx (int32), out_scores (float32): n_queries x k, memory of dev, best first.
  * out_counts: optional, n_queries uint32 in memory of dev (the real entries of each row).
  * stats: optional, host memory; overwritten.
  * Returns after the results are written (the device's stream is synchronised).
- * Errors: SIEVE_EINVAL (NULL pointers, zero sizes, k > n_keys), SIEVE_ENOTSUP,
- * SIEVE_ENOSPC (scratch too small), SIEVE_ENOMEM, SIEVE_EDEVICE. */
+ * Errors: SIEVE_EINVAL (NULL pointers, zero sizes, k > n_keys, misaligned scratch),
+ * SIEVE_ENOTSUP, SIEVE_ENOSPC (scratch too small), SIEVE_ENOMEM, SIEVE_EDEVICE. */
 int sieve_indexer_topk(sieve_device *dev, const sieve_indexer_params *p, const void *q,
                        const void *keys, const float *w, void *scratch, size_t scratch_bytes,
                        int32_t *out_idx, float *out_scores, uint32_t *out_counts,

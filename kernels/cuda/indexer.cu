@@ -783,7 +783,8 @@ int run_topk(sieve__cuda_ctx *c, const sieve_indexer_params *p, bool materialize
     const double t0 = sieve__now_ms();
     int rc = check_shape(c, p);
     if (rc) return rc;
-    if (((uintptr_t)q | (uintptr_t)keys) & 15) return SIEVE_EINVAL;
+    if (((uintptr_t)q | (uintptr_t)keys) & 15) return SIEVE_ENOTSUP;
+    if ((uintptr_t)scratch & 255) return SIEVE_EINVAL; /* the layout's 256-byte offsets */
     IxPlan pl;
     rc = make_plan(p, materialized, &pl);
     if (rc) return rc;

@@ -1,0 +1,142 @@
+#!/usr/bin/env python3
+"""report_attention.py: turns `sieve-bench attention` and `bench/torch_attention.py indexer`
+JSON lines (measured in the same run) into a Markdown table of the indexer top-k (fused,
+in-house materialized, torch in both head-sum forms, the floor, percent of floor, speedups,
+recovery paths), a summary against the attention targets of targets.md (at least 10x
+torch's reference, at least 1.7x the materialized path at L >= 64K), and PNG plots of time
+against the keys L and against the query tokens T.
+
+usage: bench/report_attention.py --sieve attn.json [--torch torch.json] [--md out.md]
+                                 [--plots PREFIX]
+"""
+import argparse
+import json
+import sys
+
+TORCH_X = 10.0   # at least 10x faster than the torch reference (targets.md)
+MAT_X = 1.7      # at least 1.7x faster than the materialized path ...
+MAT_MIN_L = 65536  # ... at L >= 64K
+
+
+def load(path):
+    rows = []
+    if not path:
+        return rows
+    with open(path) as f:
+        for line in f:
+            line = line.strip()
+            if line.startswith("{"):
+                rows.append(json.loads(line))
+    return rows
+
+
+def key(r):
+    return (r["T"], r["H"], r["D"], r["L"], r["k"])
+
+
+def fmt(x, spec=".3f"):
+    return "-" if x is None else format(x, spec)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sieve", required=True, help="sieve-bench attention --json lines")
+    ap.add_argument("--torch", help="torch_attention.py indexer --json lines (same run)")
+    ap.add_argument("--md", help="also write the Markdown here")
+    ap.add_argument("--plots", help="write PREFIX-vs-L.png and PREFIX-vs-T.png")
+    a = ap.parse_args(argv)
+
+    sieve = {}
+    for r in load(a.sieve):
+        if r.get("mode") == "attention" and r.get("kernel") == "indexer" and r.get("fused_ms") is not None:
+            sieve[key(r)] = r  # the last line of a shape wins
+    torch = {}
+    for r in load(a.torch):
+        if r.get("mode") == "indexer" and "ms" in r:
+            torch[(key(r), r.get("backend", "torch"))] = r["ms"]
+    if not sieve:
+        print("no sieve-bench attention lines", file=sys.stderr)
+        return 1
+
+    out = []
+    out.append("| T | L | k | fused ms | materialized ms | torch ms | torch (GEMV head sum) ms | "
+               "floor ms | % of floor | vs torch | vs materialized | exact | paths (c/u/o/f/d) |")
+    out.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    met_torch, met_mat, n_torch, n_mat = [], [], 0, 0
+    for kk in sorted(sieve, key=lambda x: (x[3], x[0], x[4])):
+        r = sieve[kk]
+        f, m, fl = r["fused_ms"], r.get("materialized_ms"), r.get("floor_ms")
+        t1, t2 = torch.get((kk, "torch")), torch.get((kk, "torch-bmm"))
+        vs_t = t1 / f if t1 else None
+        vs_m = m / f if m else None
+        if vs_t is not None:
+            n_torch += 1
+            met_torch.append(vs_t >= TORCH_X)
+        if vs_m is not None and r["L"] >= MAT_MIN_L:
+            n_mat += 1
+            met_mat.append(vs_m >= MAT_X)
+        pct = 100.0 * fl / f if fl else None
+        out.append(f"| {r['T']} | {r['L']} | {r['k']} | {fmt(f)} | {fmt(m)} | {fmt(t1, '.2f')} | "
+                   f"{fmt(t2, '.2f')} | {fmt(fl)} | {fmt(pct, '.0f')} | "
+                   f"{fmt(vs_t, '.1f')}{'x' if vs_t else ''} | {fmt(vs_m, '.2f')}{'x' if vs_m else ''} | "
+                   f"{r.get('exact', '-')} | {'/'.join(str(x) for x in r.get('paths', []))} |")
+    out.append("")
+    out.append(f"- At least {TORCH_X:g}x faster than torch's reference form: "
+               f"{sum(met_torch)} of {n_torch} shapes with a torch line.")
+    out.append(f"- At least {MAT_X:g}x faster than the materialized path at L >= {MAT_MIN_L}: "
+               f"{sum(met_mat)} of {n_mat} shapes.")
+    bad = [k for k, r in sieve.items() if r.get("exact") not in ("yes", "-")]
+    out.append(f"- Fused == materialized bit for bit: "
+               f"{'every checked shape' if not bad else f'{len(bad)} MISMATCH'}.")
+    text = "\n".join(out)
+    print(text)
+    if a.md:
+        with open(a.md, "w") as f:
+            f.write(text + "\n")
+
+    if a.plots:
+        try:
+            import matplotlib
+            matplotlib.use("Agg")
+            import matplotlib.pyplot as plt
+        except ImportError:
+            print("matplotlib not installed: no plots", file=sys.stderr)
+            return 1 if bad else 0
+        for axis, other, name in (("L", "T", "vs-L"), ("T", "L", "vs-T")):
+            fig, ax = plt.subplots(figsize=(6.4, 4.2))
+            groups = {}
+            for r in sieve.values():
+                groups.setdefault((r[other], r["k"]), []).append(r)
+            ci = 0
+            for (ov, kv), rs in sorted(groups.items()):
+                rs.sort(key=lambda r: r[axis])
+                if len(rs) < 2:
+                    continue
+                col = f"C{ci % 10}"  # one colour a group: fused solid, materialized dashed
+                ci += 1
+                xs = [r[axis] for r in rs]
+                ax.plot(xs, [r["fused_ms"] for r in rs], "o-", color=col, label=f"fused {other}={ov} k={kv}")
+                ms = [r.get("materialized_ms") for r in rs]
+                if all(x is not None for x in ms):
+                    ax.plot(xs, ms, "s--", color=col, alpha=0.6, label=f"materialized {other}={ov}")
+                ts = [torch.get((key(r), "torch")) for r in rs]
+                if sum(t is not None for t in ts) >= 2:
+                    pts = [(x, t) for x, t in zip(xs, ts) if t is not None]
+                    ax.plot([p[0] for p in pts], [p[1] for p in pts], "^:", color=col, label=f"torch {other}={ov}")
+            ax.set_xscale("log", base=2)
+            ax.set_yscale("log")
+            ax.set_xlabel({"L": "keys L", "T": "query tokens T"}[axis])
+            ax.set_ylabel("ms (whole call)")
+            r0 = next(iter(sieve.values()))
+            ax.set_title(f"indexer top-k, H={r0['H']} D={r0['D']} {r0.get('dtype', '')}")
+            ax.grid(True, which="both", alpha=0.3)
+            ax.legend(fontsize=7)
+            fig.tight_layout()
+            fig.savefig(f"{a.plots}-{name}.png", dpi=110)
+            plt.close(fig)
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,91 @@
+#!/usr/bin/env python3
+"""bench/report_attention.py on JSON lines with known values: the table's speedups and the
+summary against the attention targets (10x torch's reference, 1.7x the materialized path at
+L >= 64K) say what the numbers imply; a mismatch between fused and materialized fails the
+report; the plots are written where matplotlib is importable.
+
+Run: python3 tests/bench/test_report_attention.py
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_check import SRC, check, failures  # noqa: E402
+
+REPORT = os.path.join(SRC, "bench", "report_attention.py")
+
+
+def srow(T, L, k, fused, mat, exact="yes"):
+    return {"mode": "attention", "kernel": "indexer", "dtype": "bfloat16", "T": T, "H": 64,
+            "D": 128, "L": L, "k": k, "causal": 1, "fused_ms": fused, "materialized_ms": mat,
+            "floor_ms": 1.0, "exact": exact, "paths": [T, 0, 0, 0, 0]}
+
+
+def trow(T, L, k, ms, backend="torch"):
+    return {"mode": "indexer", "backend": backend, "T": T, "H": 64, "D": 128, "L": L, "k": k,
+            "ms": ms}
+
+
+def write(path, rows):
+    with open(path, "w") as f:
+        for r in rows:
+            f.write(json.dumps(r) + "\n")
+
+
+def main():
+    tmp = tempfile.mkdtemp(prefix="test-report-attention-")
+    s, t = os.path.join(tmp, "s.json"), os.path.join(tmp, "t.json")
+    write(s, [srow(2048, 131072, 2048, 10.0, 18.0),   # 12x torch, 1.8x materialized: both met
+              srow(64, 131072, 2048, 0.5, 0.6),       # 8x torch, 1.2x: both missed
+              srow(64, 16384, 2048, 0.2, 0.1),        # L < 64K: not counted for the 1.7x
+              srow(2048, 65536, 2048, 5.0, 9.0)])     # no torch line; 1.8x met
+    write(t, [trow(2048, 131072, 2048, 120.0), trow(2048, 131072, 2048, 100.0, "torch-bmm"),
+              trow(64, 131072, 2048, 4.0)])
+    md = os.path.join(tmp, "r.md")
+    r = subprocess.run([sys.executable, REPORT, "--sieve", s, "--torch", t, "--md", md,
+                        "--plots", os.path.join(tmp, "p")], capture_output=True, text=True)
+    check(r.returncode == 0, "a report of exact shapes exits 0", (r.returncode, r.stderr[-300:]), 0)
+    out = r.stdout
+    check("| 2048 | 131072 | 2048 | 10.000 | 18.000 | 120.00 | 100.00 | 1.000 | 10 | 12.0x | 1.80x | yes |" in out,
+          "the target shape's row: both torch forms, % of floor, speedups", out[:600], "row")
+    check("| 64 | 131072 | 2048 | 0.500 | 0.600 | 4.00 | - |" in out, "a shape without a GEMV line shows -",
+          out[:800], "row")
+    check("10x faster than torch's reference form: 1 of 2 shapes" in out,
+          "the 10x summary counts the shapes with a torch line", out[-400:], "1 of 2")
+    check("1.7x faster than the materialized path at L >= 65536: 2 of 3 shapes" in out,
+          "the 1.7x summary counts L >= 64K only", out[-400:], "2 of 3")
+    check("every checked shape" in out, "exactness summarised", out[-200:], "every checked shape")
+    check(os.path.exists(md) and open(md).read().strip() == out.strip(), "--md writes the same Markdown",
+          os.path.exists(md), True)
+    try:
+        import matplotlib  # noqa: F401
+        have_mpl = True
+    except ImportError:
+        have_mpl = False
+    if have_mpl:
+        for name in ("p-vs-L.png", "p-vs-T.png"):
+            f = os.path.join(tmp, name)
+            check(os.path.exists(f) and os.path.getsize(f) > 1000, f"plot {name} written",
+                  os.path.exists(f), True)
+
+    write(s, [srow(2048, 131072, 2048, 10.0, 18.0, exact="MISMATCH")])
+    r = subprocess.run([sys.executable, REPORT, "--sieve", s], capture_output=True, text=True)
+    check(r.returncode == 1 and "1 MISMATCH" in r.stdout, "a mismatch fails the report",
+          (r.returncode, r.stdout[-200:]), (1, "1 MISMATCH"))
+    write(s, [])
+    r = subprocess.run([sys.executable, REPORT, "--sieve", s], capture_output=True, text=True)
+    check(r.returncode == 1 and "no sieve-bench attention lines" in r.stderr,
+          "no lines: exit 1 saying so", (r.returncode, r.stderr), 1)
+    r = subprocess.run([sys.executable, REPORT, "--help"], capture_output=True, text=True)
+    check(r.returncode == 0 and "--torch" in r.stdout and "1.7x" in r.stdout, "--help describes it",
+          r.returncode, 0)
+
+    print(f"{len(failures)} failed" if failures else "all passed")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
