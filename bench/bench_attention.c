@@ -110,10 +110,10 @@ static int attn_parse(int argc, char **argv, attn_opts *o) {
             if (sieve_dtype_parse(v, &o->dtype)) goto bad;
         } else if (!strcmp(a, "--heads")) {
             o->heads = (uint32_t)strtoul(v, &end, 10);
-            if (*end || !o->heads) goto bad;
+            if (*end || !o->heads || *v == '-') goto bad;
         } else if (!strcmp(a, "--head-dim")) {
             o->head_dim = (uint32_t)strtoul(v, &end, 10);
-            if (*end || !o->head_dim) goto bad;
+            if (*end || !o->head_dim || *v == '-') goto bad;
         } else if (!strcmp(a, "--keys")) {
             if ((o->n_keys = bench_parse_sizes_pow2(v, o->keys, MAXLIST)) <= 0) goto bad;
         } else if (!strcmp(a, "--queries")) {
@@ -131,7 +131,7 @@ static int attn_parse(int argc, char **argv, attn_opts *o) {
             if (*end || o->mat_repeat < 1) goto bad;
         } else if (!strcmp(a, "--sample-keys")) {
             o->sample_keys = (uint32_t)strtoul(v, &end, 10);
-            if (*end) goto bad;
+            if (*end || *v == '-') goto bad;
         } else if (!strcmp(a, "--tflops")) {
             o->tflops = strtod(v, &end);
             if (*end || !(o->tflops > 0)) goto bad;
@@ -178,7 +178,7 @@ static int run_shape(const attn_opts *o, sieve_device *dev, const sieve_device_i
     sieve_indexer_params p;
     sieve_indexer_params_init(&p, o->dtype, T, H, D, L, k);
     p.causal = o->causal;
-    p.pos0 = L - T;
+    p.pos0 = o->causal ? L - T : 0;
     p.seed = o->seed;
     p.sample_keys = o->sample_keys;
     size_t sb = 0;
@@ -325,7 +325,7 @@ int sieve_bench_attention(int argc, char **argv) {
             for (int ki = 0; ki < o.n_ks; ki++) {
                 const uint32_t L = o.keys[li], T = o.queries[ti], k = o.ks[ki];
                 done++;
-                if (T > L || k > L) {
+                if ((o.causal && T > L) || k > L) { /* causal: the queries are the last T keys */
                     fprintf(stderr, "sieve-bench attention: T=%u k=%u past L=%u, skipped\n", T,
                             k, L);
                     continue;

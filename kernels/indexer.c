@@ -72,6 +72,8 @@ int sieve_indexer_scratch_size(sieve_device *dev, const sieve_indexer_params *p,
     if (rc) return rc;
     if (dev->kind == SIEVE_DEVICE_CUDA)
         return sieve__cuda_indexer_scratch_size(dev->cuda, p, bytes);
+    rc = sieve__cpu_indexer_supported(p);
+    if (rc) return rc;
     *bytes = 0; /* the CPU allocates its per-worker buffers itself */
     return 0;
 }

@@ -402,8 +402,10 @@ typedef struct sieve_indexer_params {
     uint32_t pos0;              /* position of query 0 in the key sequence (causal only) */
     uint64_t seed;              /* picks the sample's random offset; any value is exact */
     /* Tuning and test hooks; 0 means "choose". Never change the answer. */
-    uint32_t sample_keys;       /* keys in the strided sample */
-    uint32_t candidate_capacity; /* per-query candidate buffer of the fused path */
+    uint32_t sample_keys;       /* keys in the strided sample (default: CPU max(4096, 4k);
+                                   CUDA 4096, or a quarter of a shorter row, at least 1024) */
+    uint32_t candidate_capacity; /* per-query candidate buffer of the fused path (CUDA keeps
+                                    it within [k, 8192], what one block sorts) */
     int force_boundary;         /* nonzero: propose forced_boundary for every query */
     float forced_boundary;
 } sieve_indexer_params;
@@ -423,12 +425,16 @@ typedef struct sieve_indexer_stats {
                                      CERTIFIED; UNDERFILL and OVERFLOW, recovered by scoring
                                      the query's whole row; DIRECT: no boundary proposed, every
                                      visible key kept or the row selected whole; FULL: the
-                                     materialized path, and on CUDA the fused path at k past
-                                     what one block sorts, about 6,500) */
-    double ms_sample, ms_scan, ms_select, ms_recover, ms_total; /* wall time of each phase
-                                     (CUDA: device time between events; CPU: summed over the
-                                     worker threads, whose queries overlap; ms_total is the
-                                     call's wall time on both) */
+                                     materialized path, and on CUDA the fused path where the
+                                     expected candidates would not fit one block's sort of
+                                     8,192: every row scored whole). candidates_admitted on
+                                     CUDA also counts a DIRECT token's visible keys (all kept),
+                                     the CPU none */
+    double ms_sample, ms_scan, ms_select, ms_recover, ms_total; /* time of each phase (CUDA:
+                                     device time between events, ms_recover the host's wall
+                                     time of the recovery, and of everything on the
+                                     materialized path; CPU: summed over the worker threads,
+                                     whose queries overlap); ms_total: the call's wall time */
 } sieve_indexer_stats;
 
 /* Scratch bytes sieve_indexer_topk needs on dev for p (the CPU needs none: 0).
@@ -459,8 +465,8 @@ int sieve_indexer_topk(sieve_device *dev, const sieve_indexer_params *p, const v
 /* The materialize-then-select baseline and oracle: the same scorer scores every visible
  * key of every query, then each row's k best are selected and sorted. CUDA writes the whole
  * n_queries x n_keys float32 score matrix to device memory (a workspace the device keeps
- * and grows, n_queries x (n_keys x 4 + k x 8) bytes) and selects each row by a radix select
- * over it; the CPU holds one row per worker thread and selects by quickselect. Same
+ * and grows, n_queries x (n_keys x 4 + k x 8) bytes, twice the k x 8 and a sort's temporary
+ * above k = 8192) and selects each row by a radix select over it; the CPU holds one row per worker thread and selects by quickselect. Same
  * arguments and results as sieve_indexer_topk (every query counted as SIEVE_PATH_FULL).
  * Errors: as sieve_indexer_topk. */
 int sieve_indexer_topk_materialized(sieve_device *dev, const sieve_indexer_params *p,

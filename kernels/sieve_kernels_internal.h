@@ -106,6 +106,10 @@ int sieve__cpu_indexer_topk(const sieve_device *dev, const sieve_indexer_params 
                             int32_t *out_idx, float *out_scores, uint32_t *out_counts,
                             sieve_indexer_stats *stats);
 
+/* 0, or SIEVE_ENOTSUP for a shape the CPU backend does not run (heads or head_dim past
+ * INT_MAX / 256: BLAS sizes). */
+int sieve__cpu_indexer_supported(const sieve_indexer_params *p);
+
 /* CUDA backend (kernels/cuda/indexer.cu; SIEVE_ENODEV from the stub). */
 int sieve__cuda_indexer_scratch_size(void *ctx, const sieve_indexer_params *p, size_t *bytes);
 int sieve__cuda_indexer_topk(void *ctx, const sieve_indexer_params *p, const void *q,

@@ -321,13 +321,18 @@ static int region(size_t *total, size_t *off, size_t count, size_t elem) {
     return 1;
 }
 
+int sieve__cpu_indexer_supported(const sieve_indexer_params *p) {
+    /* BLAS takes int sizes */
+    return p->heads > INT_MAX / BLOCK || p->head_dim > INT_MAX / BLOCK ? SIEVE_ENOTSUP : 0;
+}
+
 int sieve__cpu_indexer_topk(const sieve_device *dev, const sieve_indexer_params *p,
                             const void *q, const void *keys, const float *w, int materialized,
                             int32_t *out_idx, float *out_scores, uint32_t *out_counts,
                             sieve_indexer_stats *stats) {
     const double t_start = sieve__now_ms();
-    /* BLAS takes int sizes */
-    if (p->heads > INT_MAX / BLOCK || p->head_dim > INT_MAX / BLOCK) return SIEVE_EINVAL;
+    int rc0 = sieve__cpu_indexer_supported(p);
+    if (rc0) return rc0;
     const uint32_t T = p->n_queries;
     uint32_t W = dev->threads ? dev->threads : 1;
     if (W > T) W = T;

@@ -18,8 +18,10 @@
  * bench/RESULTS.md). The epilogue turns each thread's two head rows into
  * fmaf(w1, relu(d1), w0 * relu(d0)), sums the 16 rows of a warp by a reduce-scatter over
  * the lane bits of the row (16 + 8 + 4 shuffles for 32 keys) and the warps of a token in
- * shared memory in a fixed order ((w0 + w1) + (w2 + w3)), so a score is bit-identical in
- * every mode and launch. Then:
+ * shared memory in a fixed order ((w0 + w1) + (w2 + w3)), so a key's score is bit-identical
+ * in the GATE and MAT modes and every launch (a sampled key sits at another column of its
+ * tile, so its SAMPLE score may differ in the last bits: it only proposes a boundary, and
+ * certification uses the gate pass's own scores). Then:
  *   SAMPLE  writes the score of each key of a fixed-stride sample (-inf where not visible);
  *   GATE    appends (score, key) of every visible key at or above the query's proposed
  *           boundary to its candidate buffer (one atomic a warp), counting past the capacity;
@@ -83,7 +85,7 @@ struct IxParams {
     uint32_t nsplit;      /* key ranges a token tile is split into (work units: ntt x nsplit) */
     uint32_t kt_per;      /* key tiles a range */
     uint32_t nkeys;       /* keys in this launch: the sample's S, or L */
-    uint32_t s_off, s_stride; /* SAMPLE: logical key i is key s_off + i * s_stride */
+    const uint32_t *s_rows; /* SAMPLE: logical key i is key s_rows[i] (ascending) */
     float *out;           /* SAMPLE, MAT: [ntok][ld] */
     uint64_t ld;
     const float *thr;     /* GATE: [T] proposed boundaries */
@@ -159,8 +161,8 @@ __global__ void __launch_bounds__(256, 2) ix_scan_kernel(const __grid_constant__
             for (int j = 0; j < 4; j++) {
                 const int r = lr + 32 * j;
                 const uint32_t li = li0 + (uint32_t)r;
-                const uint32_t phys = MODE == IX_SAMPLE ? p.s_off + li * p.s_stride : li;
                 const bool ok = li < p.nkeys && kin;
+                const uint32_t phys = MODE == IX_SAMPLE ? (ok ? __ldg(p.s_rows + li) : 0u) : li;
                 cp_async16(rs + r * KC + ((lc ^ (r & 7)) << 3),
                            ok ? (const void *)(kg + (size_t)phys * p.D + k0) : p.keys, ok ? 16 : 0);
             }
@@ -267,7 +269,8 @@ __global__ void __launch_bounds__(256, 2) ix_scan_kernel(const __grid_constant__
             /* each thread: key x of the tile for every token of its warpgroup */
             const uint32_t x = threadIdx.x % 128;
             const uint32_t li = key0 + x;
-            const uint32_t phys = MODE == IX_SAMPLE ? p.s_off + li * p.s_stride : li;
+            const uint32_t phys =
+                MODE == IX_SAMPLE ? (li < p.nkeys ? __ldg(p.s_rows + li) : 0u) : li;
 #pragma unroll
             for (int t = 0; t < 4; t++) {
                 if ((uint32_t)t >= tpw) break;
@@ -347,17 +350,34 @@ __device__ uint32_t block_rank_ord(const float *keys, uint32_t n, uint32_t rank,
     return prefix;
 }
 
+/* The sampled keys: key i of S is floor((i L + o) / S) for an offset o in [0, L) (a
+ * fractional stride: the sample spans the whole row for every L and S, as on the CPU). */
+__host__ __device__ inline uint32_t sample_key(uint64_t i, uint32_t S, uint32_t L, uint32_t o) {
+    return (uint32_t)((i * L + o) / S);
+}
+/* How many of those keys lie below v (a prefix: they ascend): i L + o < v S. */
+__host__ __device__ inline uint32_t sampled_below(uint32_t v, uint32_t S, uint32_t L, uint32_t o) {
+    const uint64_t vs = (uint64_t)v * S;
+    if (vs <= o) return 0;
+    const uint64_t n = (vs - 1 - o) / L + 1;
+    return n < S ? (uint32_t)n : S;
+}
+
+__global__ void ix_sample_rows_kernel(uint32_t *rows, uint32_t S, uint32_t L, uint32_t o) {
+    const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < S) rows[i] = sample_key(i, S, L, o);
+}
+
 /* The proposed boundary of each query token (one block each): the sample key of descending
  * rank J (0-based) among the sampled keys it sees, or -inf when it sees no more than J. */
 __global__ void __launch_bounds__(256) ix_propose_kernel(const float *sample, uint32_t S,
-                                                         uint32_t s_off, uint32_t s_stride,
-                                                         IxVis vis, uint32_t J, float *thr) {
+                                                         uint32_t s_off, IxVis vis, uint32_t J,
+                                                         float *thr) {
     __shared__ uint32_t hist[256];
     __shared__ uint32_t sh[2];
     const uint32_t t = blockIdx.x;
     const uint32_t v = vis.visible(t);
-    /* sampled keys s_off + i s_stride < v: a prefix of the sample */
-    const uint32_t St = v <= s_off ? 0u : (uint32_t)min((uint64_t)S, (uint64_t)(v - 1 - s_off) / s_stride + 1);
+    const uint32_t St = sampled_below(v, S, vis.L, s_off); /* a prefix of the sample */
     if (J >= St) {
         if (threadIdx.x == 0) thr[t] = -INFINITY;
         return;
@@ -534,14 +554,15 @@ struct IxPlan {
     uint32_t Hp, hp_log2;
     IxVis vis;
     int mode_thr;          /* 0: sampled boundaries, 1: forced, 2: -inf (direct) */
-    uint32_t S, s_off, s_stride, J;
+    uint32_t S, s_off, J;
     uint32_t cap;
-    bool fused;            /* false: every token recovered (k past what a block sorts) */
+    bool fused;            /* false: every token scored whole (k or the expected admissions
+                              past what one block sorts) */
     uint32_t R;            /* recovery tokens a chunk */
     bool seg_sort;         /* recovery sorts by cub's segmented sort (k > IX_CAP_MAX) */
     size_t cub_bytes;
-    size_t o_sample, o_thr, o_cnt, o_cand, o_paths, o_tmap, o_mat, o_buf, o_buf2, o_off, o_cub,
-        total;
+    size_t o_sample, o_srows, o_thr, o_cnt, o_cand, o_paths, o_tmap, o_mat, o_buf, o_buf2,
+        o_off, o_cub, total;
 };
 
 uint64_t mix64(uint64_t x) {
@@ -555,12 +576,12 @@ int check_shape(const sieve__cuda_ctx *c, const sieve_indexer_params *p) {
     if (p->dtype != SIEVE_DTYPE_F16 && p->dtype != SIEVE_DTYPE_BF16) return SIEVE_ENOTSUP;
     if (p->heads > 64 || p->head_dim % 8 || p->head_dim > (uint32_t)IX_KT_MAX * IX_KC)
         return SIEVE_ENOTSUP;
-    if (p->n_keys > (uint32_t)INT32_MAX) return SIEVE_ENOTSUP;
     if (c && !(c->prop.major == 9 && c->prop.minor == 0)) return SIEVE_ENOTSUP; /* sm_90a */
     return 0;
 }
 
-/* rows: tokens a recovery chunk holds (materialized: all of them). */
+/* The plan of one call (materialized: every token scored whole, in one chunk). Errors:
+ * SIEVE_EINVAL where a buffer's size does not fit in size_t, SIEVE_EDEVICE. */
 int make_plan(const sieve_indexer_params *p, bool materialized, IxPlan *pl) {
     memset(pl, 0, sizeof *pl);
     const uint32_t H = p->heads;
@@ -568,33 +589,34 @@ int make_plan(const sieve_indexer_params *p, bool materialized, IxPlan *pl) {
     pl->hp_log2 = pl->Hp == 16 ? 4 : pl->Hp == 32 ? 5 : 6;
     pl->vis = IxVis{p->n_keys, p->causal ? 1u : 0u, p->pos0, p->k};
     const uint32_t T = p->n_queries, L = p->n_keys, k = p->k;
-    pl->fused = !materialized && k <= IX_CAP_MAX * 4 / 5;
+    pl->fused = !materialized && k <= IX_CAP_MAX;
     pl->seg_sort = k > IX_CAP_MAX;
     if (pl->fused) {
-        uint32_t S = p->sample_keys ? p->sample_keys : IX_SAMPLE_DEFAULT;
+        /* the sample: 4,096 keys, or a quarter of a short row (at least 1,024) */
+        uint32_t S = p->sample_keys;
+        if (!S) {
+            S = L / 4 < IX_SAMPLE_DEFAULT ? L / 4 : IX_SAMPLE_DEFAULT;
+            if (S < 1024) S = 1024;
+        }
         if (S > L) S = L;
         pl->S = S;
-        pl->s_stride = L / S;
-        const uint32_t span = (S - 1) * pl->s_stride + 1;
-        pl->s_off = (uint32_t)(mix64(p->seed) % (uint64_t)(L - span + 1));
+        pl->s_off = (uint32_t)(mix64(p->seed) % L);
         /* every token's expected count of sampled keys among its best: r = need * S_t / v */
         double rmax = 0.0;
         for (uint32_t t = 0; t < T; t++) {
             const uint32_t v = pl->vis.visible(t);
-            const uint32_t St = v <= pl->s_off ? 0u
-                              : (uint32_t)(((uint64_t)(v - 1 - pl->s_off)) / pl->s_stride + 1 < S
-                                               ? ((uint64_t)(v - 1 - pl->s_off)) / pl->s_stride + 1
-                                               : S);
+            const uint32_t St = sampled_below(v, S, L, pl->s_off);
             const double r = (double)pl->vis.need(t) * St / (double)v;
             if (r > rmax) rmax = r;
         }
         const uint64_t J = sieve__boundary_rank(rmax);
         pl->J = J > UINT32_MAX ? UINT32_MAX : (uint32_t)J;
-        /* expected admissions k (J + 1) / r; half as many again before a token overflows */
-        double expect = rmax > 0 ? (double)k * ((double)pl->J + 1.0) / rmax : (double)L;
-        /* at least 2,048 (memory only: the select's work follows what was kept): at small k
-           the expectation is a few hundred and its spread wide (k = 1 and 64 at 128K keys
-           overflowed 1-2 tokens in 2,048 with 1.5 x + 256, bench/RESULTS.md) */
+        /* expected admissions k (J + 1) / r, about L / S keys a sampled key above the
+           boundary; half as many again before a token overflows, at least 2,048 (memory
+           only: the select's work follows what was kept; at small k the expectation is a
+           few hundred and its spread wide: k = 1 and 64 at 128K keys overflowed 1-2 tokens
+           in 2,048 with 1.5 x + 256, bench/RESULTS.md) */
+        const double expect = rmax > 0 ? (double)k * ((double)pl->J + 1.0) / rmax : (double)L;
         double cap = 1.5 * expect + 256.0;
         if (cap < 2048.0) cap = 2048.0;
         if (p->candidate_capacity) cap = p->candidate_capacity;
@@ -604,10 +626,16 @@ int make_plan(const sieve_indexer_params *p, bool materialized, IxPlan *pl) {
         if (p->force_boundary) pl->mode_thr = 1;
         else if (L <= pl->cap) pl->mode_thr = 2; /* admit every visible key */
         else pl->mode_thr = 0;
-        if (pl->mode_thr != 0) pl->S = 0;
+        /* where most tokens would overflow what one block sorts (the expectation plus four
+           of its spread, sqrt(J + 1) sampled keys of L / S each, past it), every token is
+           scored whole at once instead of after a wasted pass */
+        const double spread = 4.0 * sqrt((double)pl->J + 1.0) * (double)L / S;
+        if (pl->mode_thr == 0 && !p->candidate_capacity && expect + spread > IX_CAP_MAX)
+            pl->fused = false;
+        if (pl->mode_thr != 0 || !pl->fused) pl->S = 0;
     }
     /* recovery (and the materialized path): rows of L scores and their k candidates */
-    const size_t per_row = (size_t)L * 4 + (size_t)k * 8 * (pl->seg_sort ? 2 : 1);
+    const size_t per_row = (size_t)L * 4 + (size_t)k * 8 * (pl->seg_sort ? 2 : 1); /* < 2^36 */
     if (materialized) {
         pl->R = T;
     } else {
@@ -625,25 +653,34 @@ int make_plan(const sieve_indexer_params *p, bool materialized, IxPlan *pl) {
             return SIEVE_EDEVICE;
         pl->cub_bytes = cb;
     }
+    /* offsets 256-byte aligned; every product and sum checked against size_t */
     size_t o = 0;
-    auto take = [&](size_t bytes) {
-        size_t at = o;
-        o = align_up(o + bytes, 256);
+    bool ok = true;
+    auto take = [&](uint64_t a, uint64_t b, uint64_t c) {
+        const size_t at = o;
+        uint64_t n;
+        if (__builtin_mul_overflow(a, b, &n) || __builtin_mul_overflow(n, c, &n) ||
+            n > SIZE_MAX - o - 255) {
+            ok = false;
+            return at;
+        }
+        o = align_up(o + (size_t)n, 256);
         return at;
     };
-    pl->o_sample = take((size_t)T * pl->S * 4);
-    pl->o_thr = take((size_t)T * 4);
-    pl->o_cnt = take((size_t)T * 4);
-    pl->o_cand = take(pl->fused ? (size_t)T * pl->cap * 8 : 0);
-    pl->o_paths = take(T);
-    pl->o_tmap = take((size_t)T * 4);
-    pl->o_mat = take((size_t)pl->R * L * 4);
-    pl->o_buf = take((size_t)pl->R * k * 8);
-    pl->o_buf2 = take(pl->seg_sort ? (size_t)pl->R * k * 8 : 0);
-    pl->o_off = take(pl->seg_sort ? ((size_t)pl->R + 1) * 8 : 0);
-    pl->o_cub = take(pl->cub_bytes);
+    pl->o_sample = take(T, pl->S, 4);
+    pl->o_srows = take(pl->S, 4, 1);
+    pl->o_thr = take(T, 4, 1);
+    pl->o_cnt = take(T, 4, 1);
+    pl->o_cand = take(pl->fused ? T : 0, pl->cap, 8);
+    pl->o_paths = take(T, 1, 1);
+    pl->o_tmap = take(T, 4, 1);
+    pl->o_mat = take(pl->R, L, 4);
+    pl->o_buf = take(pl->R, k, 8);
+    pl->o_buf2 = take(pl->seg_sort ? pl->R : 0, k, 8);
+    pl->o_off = take(pl->seg_sort ? (uint64_t)pl->R + 1 : 0, 8, 1);
+    pl->o_cub = take(pl->cub_bytes, 1, 1);
     pl->total = o;
-    return 0;
+    return ok ? 0 : SIEVE_EINVAL;
 }
 
 template <typename E, int MODE>
@@ -761,7 +798,7 @@ int materialize_rows(sieve__cuda_ctx *c, const sieve_indexer_params *p, const Ix
 }
 
 struct Events {
-    cudaEvent_t e[5] = {nullptr, nullptr, nullptr, nullptr, nullptr};
+    cudaEvent_t e[4] = {nullptr, nullptr, nullptr, nullptr};
     ~Events() {
         for (auto &x : e)
             if (x) cudaEventDestroy(x);
@@ -777,7 +814,7 @@ struct Events {
     }
 };
 
-int run_topk(sieve__cuda_ctx *c, const sieve_indexer_params *p, bool materialized, const void *q,
+int run_topk_queued(sieve__cuda_ctx *c, const sieve_indexer_params *p, bool materialized, const void *q,
              const void *keys, const float *w, void *scratch, size_t scratch_bytes,
              int32_t *oidx, float *osc, uint32_t *ocnt, sieve_indexer_stats *stats) {
     const double t0 = sieve__now_ms();
@@ -848,13 +885,15 @@ int run_topk(sieve__cuda_ctx *c, const sieve_indexer_params *p, bool materialize
         IxParams x = base_params(p, pl, q, keys, w);
         x.ntok = T;
         x.nkeys = pl.S;
-        x.s_off = pl.s_off;
-        x.s_stride = pl.s_stride;
+        uint32_t *srows = (uint32_t *)(base + pl.o_srows);
+        ix_sample_rows_kernel<<<(pl.S + 255) / 256, 256, 0, s>>>(srows, pl.S, L, pl.s_off);
+        SIEVE_CUDA_LAUNCH_CHECK();
+        x.s_rows = srows;
         x.out = sample;
         x.ld = pl.S;
         rc = scan(c, p->dtype, IX_SAMPLE, x);
         if (rc) return rc;
-        ix_propose_kernel<<<T, 256, 0, s>>>(sample, pl.S, pl.s_off, pl.s_stride, pl.vis, pl.J, thr);
+        ix_propose_kernel<<<T, 256, 0, s>>>(sample, pl.S, pl.s_off, pl.vis, pl.J, thr);
         SIEVE_CUDA_LAUNCH_CHECK();
     } else {
         const float v = pl.mode_thr == 1 ? p->forced_boundary : -INFINITY;
@@ -905,10 +944,7 @@ int run_topk(sieve__cuda_ctx *c, const sieve_indexer_params *p, bool materialize
         if (pl.mode_thr == 0)
             for (uint32_t t = 0; t < T; t++) {
                 const uint32_t v = pl.vis.visible(t);
-                if (v > pl.s_off)
-                    st.keys_sampled += ((uint64_t)(v - 1 - pl.s_off)) / pl.s_stride + 1 < pl.S
-                                           ? ((uint64_t)(v - 1 - pl.s_off)) / pl.s_stride + 1
-                                           : pl.S;
+                st.keys_sampled += sampled_below(v, pl.S, L, pl.s_off);
             }
     }
     const double r0 = sieve__now_ms();
@@ -931,6 +967,21 @@ int run_topk(sieve__cuda_ctx *c, const sieve_indexer_params *p, bool materialize
     st.ms_total = sieve__now_ms() - t0;
     if (stats) *stats = st;
     return 0;
+}
+
+/* run_topk_queued, and where it failed after queueing work (a launch, a copy), a wait for
+ * that work before returning: it may still write the scratch and the outputs the caller
+ * frees on the error (the failure itself is already reported). */
+int run_topk(sieve__cuda_ctx *c, const sieve_indexer_params *p, bool materialized, const void *q,
+             const void *keys, const float *w, void *scratch, size_t scratch_bytes,
+             int32_t *oidx, float *osc, uint32_t *ocnt, sieve_indexer_stats *stats) {
+    const int rc = run_topk_queued(c, p, materialized, q, keys, w, scratch, scratch_bytes, oidx,
+                                   osc, ocnt, stats);
+    if (rc && rc != SIEVE_EINVAL && rc != SIEVE_ENOTSUP && rc != SIEVE_ENOSPC) {
+        cudaStreamSynchronize(c->stream);
+        cudaGetLastError();
+    }
+    return rc;
 }
 
 } // namespace

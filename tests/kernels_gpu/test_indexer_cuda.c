@@ -31,6 +31,9 @@ typedef struct icase {
     int force;          /* 0 none, 1 underfill (boundary above every score), 2 overflow */
     int check_cpu;      /* compare with the float64 reference */
     uint32_t sample;    /* sample_keys (0: default) */
+    int null_scratch;   /* call the fused path without scratch (the device's workspace) */
+    int expect;         /* 0: any paths; 1: at most 1 in 20 queries recovered; 2: every query
+                           FULL (scored whole) */
 } icase;
 
 static const char *case_str(const icase *c, char *b, size_t n) {
@@ -132,7 +135,7 @@ static void run_case(const icase *c) {
     size_t sb = 0;
     cr_assert_eq(sieve_indexer_scratch_size(gpu, &p, &sb), 0, "%s", desc);
     void *scratch = NULL;
-    if (sb) cr_assert_eq(sieve_device_alloc(gpu, sb, &scratch), 0);
+    if (sb && !c->null_scratch) cr_assert_eq(sieve_device_alloc(gpu, sb, &scratch), 0);
     sieve_indexer_stats st1, st2;
     int rc = sieve_indexer_topk(gpu, &p, dq, dk, dw, scratch, sb, di1, ds1, dc1, &st1);
     cr_assert_eq(rc, 0, "%s: fused rc %d (%s)", desc, rc, sieve_strerror(rc));
@@ -158,6 +161,14 @@ static void run_case(const icase *c) {
     if (c->force == 1)
         cr_assert_eq(st1.path_count[SIEVE_PATH_UNDERFILL], c->T, "%s: underfill %llu", desc,
                      (unsigned long long)st1.path_count[SIEVE_PATH_UNDERFILL]);
+    if (c->expect == 1) {
+        const uint64_t rec = st1.path_count[SIEVE_PATH_UNDERFILL] + st1.path_count[SIEVE_PATH_OVERFLOW];
+        cr_assert_leq(rec * 20, c->T, "%s: %llu of %u queries recovered", desc,
+                      (unsigned long long)rec, c->T);
+    }
+    if (c->expect == 2)
+        cr_assert_eq(st1.path_count[SIEVE_PATH_FULL], c->T, "%s: %llu of %u queries scored whole",
+                     desc, (unsigned long long)st1.path_count[SIEVE_PATH_FULL], c->T);
     if (c->force == 2) {
         uint64_t over = 0;
         for (uint32_t t = 0; t < c->T; t++) {
@@ -279,13 +290,13 @@ Test(indexer_cuda, random_prefill_and_decode) {
     SKIP_WITHOUT_GPU();
     const uint32_t ks[] = {1, 10, 128, 2048};
     for (size_t i = 0; i < sizeof ks / sizeof *ks; i++) {
-        run_case(&(icase){BF, NORMAL, 64, 64, 128, 65537, ks[i], 0, 0, W_NORMAL, 0, 0, 0});
-        run_case(&(icase){BF, NORMAL, 3, 64, 128, 65537, ks[i], 1, 65000, W_NORMAL, 0, i < 3, 0});
-        run_case(&(icase){BF, NORMAL, 64, 64, 128, 65537, ks[i], 1, 65537 - 64, W_NORMAL, 0, 0, 0});
-        run_case(&(icase){FH, NORMAL, 7, 64, 128, 65537, ks[i], 1, 65537 - 7, W_POS, 0, 0, 0});
+        run_case(&(icase){BF, NORMAL, 64, 64, 128, 65537, ks[i], 0, 0, W_NORMAL, 0, 0, 0, 0, 0});
+        run_case(&(icase){BF, NORMAL, 3, 64, 128, 65537, ks[i], 1, 65000, W_NORMAL, 0, i < 3, 0, 0, 0});
+        run_case(&(icase){BF, NORMAL, 64, 64, 128, 65537, ks[i], 1, 65537 - 64, W_NORMAL, 0, 0, 0, 0, 0});
+        run_case(&(icase){FH, NORMAL, 7, 64, 128, 65537, ks[i], 1, 65537 - 7, W_POS, 0, 0, 0, 0, 0});
     }
     /* decode rows at 128K keys */
-    run_case(&(icase){BF, NORMAL, 1, 64, 128, 131072, 2048, 1, 131071, W_NORMAL, 0, 0, 0});
+    run_case(&(icase){BF, NORMAL, 1, 64, 128, 131072, 2048, 1, 131071, W_NORMAL, 0, 0, 0, 0, 0});
 }
 
 Test(indexer_cuda, heads_and_head_dims) {
@@ -293,9 +304,9 @@ Test(indexer_cuda, heads_and_head_dims) {
     const uint32_t hs[] = {1, 8, 16, 24, 32, 48, 64};
     const uint32_t ds[] = {8, 64, 72, 136, 256};
     for (size_t i = 0; i < sizeof hs / sizeof *hs; i++)
-        run_case(&(icase){BF, NORMAL, 13, hs[i], 128, 5003, 64, 0, 0, W_NORMAL, 0, 1, 512});
+        run_case(&(icase){BF, NORMAL, 13, hs[i], 128, 5003, 64, 0, 0, W_NORMAL, 0, 1, 512, 0, 0});
     for (size_t i = 0; i < sizeof ds / sizeof *ds; i++)
-        run_case(&(icase){FH, NORMAL, 9, 32, ds[i], 5003, 64, 1, 4000, W_NORMAL, 0, 1, 512});
+        run_case(&(icase){FH, NORMAL, 9, 32, ds[i], 5003, 64, 1, 4000, W_NORMAL, 0, 1, 512, 0, 0});
 }
 
 Test(indexer_cuda, adversarial_keys) {
@@ -304,36 +315,53 @@ Test(indexer_cuda, adversarial_keys) {
                                   SIEVE_PATTERN_SORTED_ASC, SIEVE_PATTERN_SORTED_DESC,
                                   SIEVE_PATTERN_OUTLIER, SIEVE_PATTERN_BAND};
     for (size_t i = 0; i < sizeof pats / sizeof *pats; i++) {
-        run_case(&(icase){BF, pats[i], 16, 64, 128, 20000, 100, 0, 0, W_POS, 0, 0, 0});
-        run_case(&(icase){BF, pats[i], 4, 64, 128, 20000, 100, 0, 0, W_POS, 0, 1, 0});
-        run_case(&(icase){FH, pats[i], 16, 64, 128, 20000, 2048, 1, 19990, W_NORMAL, 0, 0, 0});
+        run_case(&(icase){BF, pats[i], 16, 64, 128, 20000, 100, 0, 0, W_POS, 0, 0, 0, 0, 0});
+        run_case(&(icase){BF, pats[i], 4, 64, 128, 20000, 100, 0, 0, W_POS, 0, 1, 0, 0, 0});
+        run_case(&(icase){FH, pats[i], 16, 64, 128, 20000, 2048, 1, 19990, W_NORMAL, 0, 0, 0, 0, 0});
     }
     /* every score zero (zero weights): ties everywhere */
-    run_case(&(icase){BF, NORMAL, 8, 64, 128, 30000, 500, 0, 0, W_ZERO, 0, 0, 0});
+    run_case(&(icase){BF, NORMAL, 8, 64, 128, 30000, 500, 0, 0, W_ZERO, 0, 0, 0, 0, 0});
 }
 
 Test(indexer_cuda, causal_short_rows_and_whole_rows) {
     SKIP_WITHOUT_GPU();
     /* self-attention prefill from position 0: the first queries see fewer than k keys */
-    run_case(&(icase){BF, NORMAL, 300, 64, 128, 300, 64, 1, 0, W_NORMAL, 0, 1, 0});
-    run_case(&(icase){BF, NORMAL, 40, 16, 64, 3000, 3000, 0, 0, W_NORMAL, 0, 1, 0}); /* k = L */
+    run_case(&(icase){BF, NORMAL, 300, 64, 128, 300, 64, 1, 0, W_NORMAL, 0, 1, 0, 0, 0});
+    run_case(&(icase){BF, NORMAL, 40, 16, 64, 3000, 3000, 0, 0, W_NORMAL, 0, 1, 0, 0, 0}); /* k = L */
     /* k past what the fused path's block sorts: every query scored in full */
-    run_case(&(icase){FH, NORMAL, 5, 64, 128, 9001, 7000, 0, 0, W_NORMAL, 0, 1, 0});
-    run_case(&(icase){FH, NORMAL, 5, 64, 128, 9001, 9001, 1, 8990, W_NORMAL, 0, 1, 0});
+    run_case(&(icase){FH, NORMAL, 5, 64, 128, 9001, 7000, 0, 0, W_NORMAL, 0, 1, 0, 0, 0});
+    run_case(&(icase){FH, NORMAL, 5, 64, 128, 9001, 9001, 1, 8990, W_NORMAL, 0, 1, 0, 0, 0});
 }
 
 Test(indexer_cuda, recovery_paths) {
     SKIP_WITHOUT_GPU();
-    run_case(&(icase){BF, NORMAL, 33, 64, 128, 40000, 128, 0, 0, W_NORMAL, 1, 0, 0});
-    run_case(&(icase){BF, NORMAL, 33, 64, 128, 40000, 128, 1, 39000, W_NORMAL, 2, 0, 0});
-    run_case(&(icase){FH, SIEVE_PATTERN_TIES, 20, 64, 128, 40000, 16, 0, 0, W_POS, 2, 0, 0});
+    run_case(&(icase){BF, NORMAL, 33, 64, 128, 40000, 128, 0, 0, W_NORMAL, 1, 0, 0, 0, 0});
+    run_case(&(icase){BF, NORMAL, 33, 64, 128, 40000, 128, 1, 39000, W_NORMAL, 2, 0, 0, 0, 0});
+    run_case(&(icase){FH, SIEVE_PATTERN_TIES, 20, 64, 128, 40000, 16, 0, 0, W_POS, 2, 0, 0, 0, 0});
+}
+
+Test(indexer_cuda, edge_shapes_and_plans) {
+    SKIP_WITHOUT_GPU();
+    /* fewer keys than one tile; one key; a sample larger than the row */
+    run_case(&(icase){BF, NORMAL, 9, 64, 128, 100, 5, 0, 0, W_NORMAL, 0, 1, 0, 0, 0});
+    run_case(&(icase){BF, NORMAL, 3, 8, 64, 1, 1, 1, 0, W_NORMAL, 0, 1, 0, 0, 0});
+    run_case(&(icase){FH, NORMAL, 5, 64, 128, 20000, 64, 0, 0, W_POS, 0, 0, 50000, 0, 1});
+    /* the device's own workspace */
+    run_case(&(icase){BF, NORMAL, 17, 64, 128, 30000, 128, 1, 29000, W_NORMAL, 0, 0, 0, 1, 1});
+    /* a causal prefill whose rows start far from the sample's offset (8,191 = 2 x 4,096 - 1
+       keys): the fractional stride samples every row */
+    run_case(&(icase){BF, NORMAL, 1024, 64, 128, 8191, 64, 1, 2048, W_POS, 0, 0, 0, 0, 1});
+    /* k whose expected candidates pass one block's sort: every row scored whole at once;
+       below it, certified */
+    run_case(&(icase){FH, NORMAL, 8, 64, 128, 40000, 6000, 0, 0, W_POS, 0, 0, 0, 0, 2});
+    run_case(&(icase){FH, NORMAL, 8, 64, 128, 40000, 3000, 0, 0, W_POS, 0, 0, 0, 0, 1});
 }
 
 Test(indexer_cuda, target_shape) {
     SKIP_WITHOUT_GPU();
     /* the indexer shape of targets.md: T = 2048, H = 64, D = 128, L = 131072, k = 2048 */
     run_case(&(icase){BF, NORMAL, 2048, 64, 128, 131072, 2048, 1, 131072 - 2048, W_NORMAL, 0, 0,
-                      0});
+                      0, 0, 0});
 }
 
 Test(indexer_cuda, unsupported_and_bad_arguments) {
@@ -357,6 +385,13 @@ Test(indexer_cuda, unsupported_and_bad_arguments) {
     cr_assert_eq(sieve_device_alloc(gpu, 1 << 20, &d), 0);
     /* scratch too small */
     cr_assert_eq(sieve_indexer_topk(gpu, &p, d, d, d, d, sb - 1, d, d, NULL, NULL), SIEVE_ENOSPC);
+    /* scratch off its 256-byte alignment; q or keys off 16 bytes */
+    cr_assert_eq(sieve_indexer_topk(gpu, &p, d, d, d, (char *)d + 8, sb, d, d, NULL, NULL),
+                 SIEVE_EINVAL);
+    cr_assert_eq(sieve_indexer_topk(gpu, &p, (char *)d + 8, d, d, d, sb, d, d, NULL, NULL),
+                 SIEVE_ENOTSUP);
+    cr_assert_eq(sieve_indexer_topk(gpu, &p, d, (char *)d + 8, d, d, sb, d, d, NULL, NULL),
+                 SIEVE_ENOTSUP);
     sieve_device_free(gpu, d);
     sieve_device_close(gpu);
 }
