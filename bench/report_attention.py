@@ -10,24 +10,15 @@ usage: bench/report_attention.py --sieve attn.json [--torch torch.json] [--md ou
                                  [--plots PREFIX]
 """
 import argparse
-import json
+import os
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from report_knn import load  # noqa: E402  (JSON lines of a file)
 
 TORCH_X = 10.0   # at least 10x faster than the torch reference (targets.md)
 MAT_X = 1.7      # at least 1.7x faster than the materialized path ...
 MAT_MIN_L = 65536  # ... at L >= 64K
-
-
-def load(path):
-    rows = []
-    if not path:
-        return rows
-    with open(path) as f:
-        for line in f:
-            line = line.strip()
-            if line.startswith("{"):
-                rows.append(json.loads(line))
-    return rows
 
 
 def key(r):

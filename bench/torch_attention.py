@@ -26,7 +26,7 @@ import sys
 import warnings
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import torch_knn  # noqa: E402  (its size parser; torch itself is imported in main)
+import torch_knn  # noqa: E402  (its size parser and timer; torch itself is imported in main)
 
 REFERENCE_MS = {("indexer", 64, 128, 131072, 2048, 2048): 114.0,
                 ("flash", 8192): 1.76, ("flash", 32768): 25.5, ("flash", 131072): 429.0,
@@ -87,18 +87,7 @@ def main():
 
     def bench(fn):
         """(median, min) ms of --repeat runs after --warmup, CUDA events around each run."""
-        for _ in range(a.warmup):
-            fn()
-        torch.cuda.synchronize()
-        ts = []
-        for _ in range(a.repeat):
-            s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            s.record()
-            fn()
-            e.record()
-            torch.cuda.synchronize()
-            ts.append(s.elapsed_time(e))
-        ts.sort()
+        ts = torch_knn.cuda_times(torch, fn, a.repeat, a.warmup)
         return ts[len(ts) // 2], ts[0]
 
     def ref_note(key, ms):

@@ -27,6 +27,24 @@ def parse_list(s, kilo=1000):
     return out
 
 
+def cuda_times(torch, fn, repeat, warmup=3):
+    """Sorted ms of `repeat` runs of fn after `warmup` untimed ones, CUDA events around each
+    (torch_attention.py uses it too)."""
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    ts = []
+    for _ in range(repeat):
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        s.record()
+        fn()
+        e.record()
+        torch.cuda.synchronize()
+        ts.append(s.elapsed_time(e))
+    ts.sort()
+    return ts
+
+
 def open_rows(path):
     """A read-only (n, d) view of a .npy (float32/float16, 2-D) or .fbin file."""
     import numpy as np
@@ -69,18 +87,7 @@ def main():
             out.flush()
 
     def bench(fn, repeat):
-        for _ in range(3):
-            fn()
-        torch.cuda.synchronize()
-        ts = []
-        for _ in range(repeat):
-            s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            s.record()
-            fn()
-            e.record()
-            torch.cuda.synchronize()
-            ts.append(s.elapsed_time(e))
-        ts.sort()
+        ts = cuda_times(torch, fn, repeat)
         return ts[len(ts) // 2]
 
     name = torch.cuda.get_device_name(0)
