@@ -3,7 +3,10 @@
 # from bench/gpu/bundle.sh carried in .deps/gpu. Writes logs and JSON under $OUT (or ./out).
 # usage: bench/gpu/run.sh STAGE...
 #   info      GPU, driver, OS
-#   test      GPU kernel suite, device page cache suite
+#   test      GPU kernel suite, device page cache suite, the indexer top-k's suite
+#   attention sieve-bench attention (the indexer top-k: $ATTN_ARGS, default the targets.md shape
+#             and a sweep of L and T) beside torch_attention.py indexer in the same call, and
+#             bench/report_attention.py's table and plots of both
 #   server    the server black-box suite with the server on the GPU
 #   rest      tests/python/test_rest_exact.py with the server on the GPU ($REST_ARGS, default
 #             --n 300000 --dim 128, about a minute; --n 1000000 took 2 minutes): REST answers
@@ -53,6 +56,20 @@ for stage in "$@"; do
         tee "$OUT/test_knn_cuda.log" | grep -E "^\[(PASS|FAIL|SKIP|====)|FAIL|assert" | tail -12
       [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
       timeout 300 "$B/tests/test_devcache" --verbose=0 2>&1 | tee "$OUT/test_devcache.log" | tail -6
+      [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+      timeout 300 "$B/tests/test_indexer_cuda" --jobs 4 --verbose=0 2>&1 |
+        tee "$OUT/test_indexer_cuda.log" | grep -E "^\[(FAIL|====)|assert" | tail -12
+      [ "${PIPESTATUS[0]}" -eq 0 ] || status=1 ;;
+    attention)
+      ATTN_ARGS=${ATTN_ARGS:-"--keys 16k,64k,128k --queries 1,16,64,128,2048 --k 2048"}
+      rm -f "$OUT/attn.json" "$OUT/attn_torch.json"
+      timeout 300 "$B/bench/sieve-bench" attention --device cuda $ATTN_ARGS --json "$OUT/attn.json" \
+        2>&1 | tee "$OUT/attn.txt" | tail -20
+      [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+      timeout 300 python3 bench/torch_attention.py indexer --keys 128k --queries 1,64,2048 --k 2048 \
+        --repeat 5 --warmup 2 --json "$OUT/attn_torch.json" 2>&1 | grep -v '^{' | tee "$OUT/attn_torch.txt"
+      python3 bench/report_attention.py --sieve "$OUT/attn.json" --torch "$OUT/attn_torch.json" \
+        --md "$OUT/attn_report.md" --plots "$OUT/attn" | tail -4
       [ "${PIPESTATUS[0]}" -eq 0 ] || status=1 ;;
     server)
       SIEVE_BUILD_DIR="$B" SIEVE_TEST_DEVICE=cuda:0 timeout 400 "$B/tests/test_server" --jobs 4 \
