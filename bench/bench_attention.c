@@ -29,6 +29,7 @@ typedef struct attn_opts {
     uint32_t sample_keys;
     uint64_t seed;
     const char *json;
+    int shape_given; /* --keys, --queries or --k on the command line */
 } attn_opts;
 
 static void attn_usage(FILE *f) {
@@ -51,6 +52,7 @@ static void attn_usage(FILE *f) {
             "  --keys LIST        keys L                                (default 128k)\n"
             "  --queries LIST     query tokens T (1-128: decode)        (default 2048)\n"
             "  --k LIST           keys kept per query                   (default 2048)\n"
+            "                     (on the CPU device the defaults are 16k, 16 and 256)\n"
             "  --no-causal        every query sees every key\n"
             "  --repeat R         timed fused calls (median)            (default 10)\n"
             "  --warmup W         untimed calls first                   (default 2)\n"
@@ -116,10 +118,13 @@ static int attn_parse(int argc, char **argv, attn_opts *o) {
             if (*end || !o->head_dim || *v == '-') goto bad;
         } else if (!strcmp(a, "--keys")) {
             if ((o->n_keys = bench_parse_sizes_pow2(v, o->keys, MAXLIST)) <= 0) goto bad;
+            o->shape_given = 1;
         } else if (!strcmp(a, "--queries")) {
             if ((o->n_queries = bench_parse_sizes_pow2(v, o->queries, MAXLIST)) <= 0) goto bad;
+            o->shape_given = 1;
         } else if (!strcmp(a, "--k")) {
             if ((o->n_ks = bench_parse_sizes_pow2(v, o->ks, MAXLIST)) <= 0) goto bad;
+            o->shape_given = 1;
         } else if (!strcmp(a, "--repeat")) {
             o->repeat = (int)strtol(v, &end, 10);
             if (*end || o->repeat < 1) goto bad;
@@ -301,6 +306,14 @@ int sieve_bench_attention(int argc, char **argv) {
     }
     sieve_device_info info;
     sieve_device_get_info(dev, &info);
+    if (info.kind == SIEVE_DEVICE_CPU && !o.shape_given) {
+        /* the GPU's default shape is about 2 TFLOP: hours on a CPU */
+        o.keys[0] = 16384;
+        o.queries[0] = 16;
+        o.ks[0] = 256;
+        printf("# the CPU device: a smaller default shape (L 16384, T 16, k 256); --keys, "
+               "--queries and --k choose others\n");
+    }
     FILE *js = NULL;
     if (o.json && !(js = fopen(o.json, "a"))) {
         fprintf(stderr, "sieve-bench attention: cannot open %s: %s\n", o.json, strerror(errno));

@@ -121,6 +121,12 @@ def main():
               f"{tag}: every query sampled, some certified", r["paths"], f"{r['T']} queries")
         check(r["admitted_per_query"] >= r["k"] * r["paths"][CERTIFIED] / r["T"],
               f"{tag}: the certified queries kept at least k", r["admitted_per_query"], f">= k")
+    # without a shape the CPU runs a small one, and says so
+    rc, so, se = run(["attention", "--device", "cpu", "--heads", "8", "--head-dim", "64", "--repeat", "1",
+                      "--warmup", "0", "--mat-repeat", "1"])
+    check(rc == 0 and "smaller default shape" in so and " 16    16384    256 " in so,
+          "attention on the CPU without --keys/--queries/--k: the small default shape, announced",
+          (rc, so[-300:]), "L 16384, T 16, k 256")
     for bad, opt in ((["--k", "0"], "--k"), (["--heads", "x"], "--heads"), (["--keys"], "--keys"),
                      (["--dtype", "int8"], "--dtype")):
         rc, so, se = run(["attention", "--device", "cpu"] + bad)
