@@ -127,6 +127,15 @@ int sieve__cuda_indexer_materialized(void *ctx, const sieve_indexer_params *p, c
 #define SIEVE__HD
 #endif
 
+/* SplitMix64's output for state x (its step adds the golden ratio first): the seed mix of the
+ * samples' random offsets on every backend. */
+static inline SIEVE__HD uint64_t sieve__splitmix64(uint64_t x) {
+    x += 0x9e3779b97f4a7c15ull;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+}
+
 /* The value sieve_device_fill_normal puts at index i (shared by both backends; the scaling
  * by 2^-24 is exact, so contraction into an fma cannot change the result). */
 static inline SIEVE__HD float sieve__normal_at(uint64_t seed, uint64_t i) {

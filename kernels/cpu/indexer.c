@@ -154,19 +154,12 @@ static void score_row(const ictx *c, wbuf *b, const float *qf, const float *wt, 
 
 /* ---------------------------------------------------------------- paths */
 
-static uint64_t splitmix64(uint64_t *state) {
-    uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
 /* Scores the strided sample of S < v keys into row[0 .. S) (candidates; the index field is
  * the sample position). */
 static void score_sample(const ictx *c, wbuf *b, const float *qf, const float *wt, uint32_t t,
                          uint32_t v, uint32_t S) {
-    uint64_t state = c->p->seed ^ ((uint64_t)t * 0xd1b54a32d192ed03ull);
-    const uint64_t o = splitmix64(&state) % v; /* offset o/S in [0, v/S) keys */
+    const uint64_t o = sieve__splitmix64(c->p->seed ^ ((uint64_t)t * 0xd1b54a32d192ed03ull)) % v;
+    /* offset o/S in [0, v/S) keys */
     const size_t D = c->D;
     for (uint32_t j0 = 0; j0 < S; j0 += BLOCK) {
         const uint32_t n = S - j0 < BLOCK ? S - j0 : BLOCK;

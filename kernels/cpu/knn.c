@@ -305,18 +305,10 @@ static void propose_worker(void *vc, uint32_t w) {
     }
 }
 
-static uint64_t splitmix64(uint64_t *state) {
-    uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
 /* Collects the eligible rows of the strided sample into c->srows. */
 static void draw_sample(call *c, uint64_t seed) {
     const plan *pl = c->pl;
-    uint64_t state = seed;
-    uint64_t o = splitmix64(&state) % pl->n; /* offset o/S in [0, N/S) rows */
+    uint64_t o = sieve__splitmix64(seed) % pl->n; /* offset o/S in [0, N/S) rows */
     uint32_t n = 0;
     for (uint64_t j = 0; j < pl->sample; j++) {
         uint64_t row = (j * pl->n + o) / pl->sample;

@@ -33,6 +33,9 @@ struct sieve__cuda_ctx {
 
 /* Releases the context's workspaces. */
 void sieve__cuda_release_workspace(sieve__cuda_ctx *c);
+/* x rounded up to a multiple of a (host code: scratch layouts). */
+static inline size_t sieve__align_up(size_t x, size_t a) { return (x + a - 1) / a * a; }
+
 /* Grows the context's device workspace (`work`) to at least bytes (its contents are lost
  * when it grows). 0, SIEVE_ENOMEM or SIEVE_EDEVICE. */
 int sieve__cuda_ensure_work(sieve__cuda_ctx *c, size_t bytes);

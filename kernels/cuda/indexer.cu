@@ -547,8 +547,6 @@ __global__ void ix_offsets_kernel(int64_t *off, uint32_t rows, uint32_t k) {
 
 /* ------------------------------------------------------------------ host side */
 
-size_t align_up(size_t x, size_t a) { return (x + a - 1) / a * a; }
-
 /* Everything one call decides before it launches; scratch offsets included. */
 struct IxPlan {
     uint32_t Hp, hp_log2;
@@ -564,13 +562,6 @@ struct IxPlan {
     size_t o_sample, o_srows, o_thr, o_cnt, o_cand, o_paths, o_tmap, o_mat, o_buf, o_buf2,
         o_off, o_cub, total;
 };
-
-uint64_t mix64(uint64_t x) {
-    x += 0x9e3779b97f4a7c15ull;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-    return x ^ (x >> 31);
-}
 
 int check_shape(const sieve__cuda_ctx *c, const sieve_indexer_params *p) {
     if (p->dtype != SIEVE_DTYPE_F16 && p->dtype != SIEVE_DTYPE_BF16) return SIEVE_ENOTSUP;
@@ -600,7 +591,7 @@ int make_plan(const sieve_indexer_params *p, bool materialized, IxPlan *pl) {
         }
         if (S > L) S = L;
         pl->S = S;
-        pl->s_off = (uint32_t)(mix64(p->seed) % L);
+        pl->s_off = (uint32_t)(sieve__splitmix64(p->seed) % L);
         /* every token's expected count of sampled keys among its best: r = need * S_t / v */
         double rmax = 0.0;
         for (uint32_t t = 0; t < T; t++) {
@@ -664,7 +655,7 @@ int make_plan(const sieve_indexer_params *p, bool materialized, IxPlan *pl) {
             ok = false;
             return at;
         }
-        o = align_up(o + (size_t)n, 256);
+        o = sieve__align_up(o + (size_t)n, 256);
         return at;
     };
     pl->o_sample = take(T, pl->S, 4);

@@ -45,14 +45,6 @@ constexpr size_t FULL_BUDGET = 512ull << 20;  /* bytes of full-path buffers per 
 constexpr uint32_t SEGSORT_MAX = 262144;      /* full-path segments up to this use one
                                                  segmented sort; longer ones a device sort */
 
-size_t align_up(size_t x, size_t a) { return (x + a - 1) / a * a; }
-
-uint64_t splitmix64(uint64_t x) {
-    x += 0x9e3779b97f4a7c15ull;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-    return x ^ (x >> 31);
-}
 
 float host_float_of_ord(uint32_t o) {
     uint32_t u = bits_of_ord(o);
@@ -1328,7 +1320,7 @@ uint32_t sample_rows(const sieve_search_params *p, uint64_t n) {
 /* Capacity for expected sample rank j2 (the secondary boundary) at rows-per-sample ratio. */
 uint32_t capacity_for(uint32_t j2, double ratio, uint32_t k, uint64_t n) {
     double e = ((double)j2 + 1.0 + 6.0 * sqrt((double)j2 + 1.0) + 6.0) * ratio + (double)k;
-    uint64_t c = (uint64_t)align_up((size_t)ceil(e), 256);
+    uint64_t c = (uint64_t)sieve__align_up((size_t)ceil(e), 256);
     if (c > n) c = n;
     if (c < k) c = k;
     return (uint32_t)c;
@@ -1349,14 +1341,14 @@ void make_plan(const sieve_matrix *m, uint32_t nq, const sieve_search_params *p,
     pl->k = p->k;
     pl->dim = m->dim;
     pl->esz = sieve_dtype_size(m->dtype);
-    pl->dpad = (uint32_t)align_up(m->dim, m->dtype == SIEVE_DTYPE_F32 ? 32 : 64);
-    pl->nq_pad = (uint32_t)align_up(nq, 128);
+    pl->dpad = (uint32_t)sieve__align_up(m->dim, m->dtype == SIEVE_DTYPE_F32 ? 32 : 64);
+    pl->nq_pad = (uint32_t)sieve__align_up(nq, 128);
     pl->qrow_bytes = (size_t)pl->dpad * pl->esz;
     uint64_t n = m->n_rows;
     pl->S = sample_rows(p, n);
     pl->stride = (uint32_t)(n / pl->S);
     if (pl->stride == 0) pl->stride = 1;
-    pl->offset = (uint32_t)(splitmix64(p->seed) % pl->stride);
+    pl->offset = (uint32_t)(sieve__splitmix64(p->seed) % pl->stride);
     uint32_t j, j2;
     ranks_for(p->k, pl->S, n, &j, &j2);
     pl->cap = p->candidate_capacity ? p->candidate_capacity
@@ -1376,7 +1368,7 @@ int make_layout(const Plan &pl, uint64_t n_rows, bool full_only, Layout *L) {
     size_t o = 0;
     auto take = [&](size_t bytes) {
         size_t at = o;
-        o = align_up(o + (bytes ? bytes : 1), 256);
+        o = sieve__align_up(o + (bytes ? bytes : 1), 256);
         return at;
     };
     uint32_t nq = pl.nq, np = pl.nq_pad;
@@ -1448,7 +1440,7 @@ int ensure_pinned(sieve__cuda_ctx *c, size_t bytes) {
     if (c->pinned) cudaFreeHost(c->pinned);
     c->pinned = NULL;
     c->pinned_bytes = 0;
-    size_t want = align_up(bytes, 1 << 20);
+    size_t want = sieve__align_up(bytes, 1 << 20);
     SIEVE_CUDA_TRY(cudaMallocHost(&c->pinned, want));
     c->pinned_bytes = want;
     return 0;
@@ -1537,10 +1529,11 @@ int full_path(Search &S, const std::vector<uint32_t> &qlist, sieve_search_stats 
     uint32_t *idx = S.at<uint32_t>(S.L.idx);
     uint64_t *A = S.at<uint64_t>(S.L.fullA), *B = S.at<uint64_t>(S.L.fullB);
     void *cubtmp = S.at<void>(S.L.fullcub);
-    int64_t *offs = (int64_t *)((unsigned char *)cubtmp + align_up(S.L.fullcub_bytes, 256));
+    int64_t *offs =
+        (int64_t *)((unsigned char *)cubtmp + sieve__align_up(S.L.fullcub_bytes, 256));
     for (size_t c0 = 0; c0 < qlist.size(); c0 += pl.full_chunk) {
         uint32_t nc = (uint32_t)std::min<size_t>(pl.full_chunk, qlist.size() - c0);
-        uint32_t ncp = (uint32_t)align_up(nc, 128);
+        uint32_t ncp = (uint32_t)sieve__align_up(nc, 128);
         SIEVE_CUDA_TRY(cudaMemcpyAsync(idx, qlist.data() + c0, nc * 4, cudaMemcpyHostToDevice, S.s));
         gather_rows_kernel<<<ncp, 128, 0, S.s>>>(S.at<unsigned char>(S.L.qprep),
                                                  S.at<unsigned char>(S.L.qsub), pl.qrow_bytes, idx,
@@ -1587,7 +1580,7 @@ int full_path(Search &S, const std::vector<uint32_t> &qlist, sieve_search_stats 
 int rescan(Search &S, const std::vector<uint32_t> &qlist, const std::vector<float> &lo) {
     const Plan &pl = S.pl;
     uint32_t nc = (uint32_t)qlist.size();
-    uint32_t ncp = (uint32_t)align_up(nc, 128);
+    uint32_t ncp = (uint32_t)sieve__align_up(nc, 128);
     uint32_t *idx = S.at<uint32_t>(S.L.idx);
     float *lod = S.at<float>(S.L.lo);
     SIEVE_CUDA_TRY(cudaMemcpyAsync(idx, qlist.data(), nc * 4, cudaMemcpyHostToDevice, S.s));
