@@ -61,3 +61,13 @@ int sieve__cuda_indexer_materialized(void *ctx, const sieve_indexer_params *p, c
                                      sieve_indexer_stats *stats) {
     return SIEVE_ENODEV;
 }
+int sieve__cuda_sparse_attn_scratch_size(void *ctx, const sieve_sparse_attn_params *p,
+                                         size_t *bytes) {
+    return SIEVE_ENODEV;
+}
+int sieve__cuda_sparse_attention(void *ctx, const sieve_sparse_attn_params *p, const void *q,
+                                 const void *keys, const void *values, const int32_t *idx,
+                                 void *scratch, size_t scratch_bytes, float *out, float *lse,
+                                 sieve_sparse_attn_stats *stats) {
+    return SIEVE_ENODEV;
+}

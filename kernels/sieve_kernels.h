@@ -483,6 +483,102 @@ int sieve_indexer_reference(const sieve_indexer_params *p, const void *q, const 
                             const float *w, int32_t *out_idx, double *out_scores,
                             uint32_t *out_counts);
 
+
+/* ---------------------------------------------------------------- sparse attention: grouped */
+
+/* Sparse attention over each query token's selected keys (design.md, "The attention
+ * workload"; LiteDSA). q: n_queries x q_heads x head_dim, keys: n_keys x kv_heads x
+ * head_dim, values: n_keys x kv_heads x v_dim, all of one dtype, row-major and contiguous;
+ * idx: n_queries x k int32 positions (the indexer's output fits as it is). Query head h
+ * reads kv head g = h / (q_heads / kv_heads) (grouped-query attention). With S_t the set of
+ * distinct entries of row t of idx that lie in [0, n_keys) (other entries, such as the
+ * indexer's -1 padding, are skipped; a position listed twice counts once):
+ *     out[t,h] = sum over s in S_t of softmax_s(scale * q[t,h] . keys[s,g]) * values[s,g]
+ *     lse[t,h] = log(sum over s in S_t of exp(scale * q[t,h] . keys[s,g]))  (natural log)
+ * out: n_queries x q_heads x v_dim float32; lse: optional, n_queries x q_heads float32. A
+ * token whose S_t is empty gets out = 0 and lse = -inf. Which keys are in S_t is the
+ * caller's choice: no causal rule is applied here (the indexer's causal rows already are).
+ *
+ * group: the number of neighbouring query tokens (t = group * i .. group * i + group - 1)
+ * that share one key/value list, the union of their sets, in ascending position; each token
+ * keeps its own set through a membership mask, so the answer does not depend on group
+ * (up to rounding). group 1 is per-query sparse attention, the baseline grouped attention
+ * is measured against. The union is read once for the group's tokens and heads of one kv
+ * head, so grouping pays where neighbouring tokens' sets overlap (stats report how much).
+ *
+ * k may exceed n_keys (rows may hold padding and repeats).
+ *
+ * Precision: dots accumulate in float32 (float16 and bfloat16 products are exact there;
+ * float32 products round once on the CPU); the softmax runs in float32 (CUDA online over
+ * tiles of the list, the CPU in two passes, maximum first). CUDA rounds the probabilities
+ * to the storage dtype before the probability-value product (as flash attention does;
+ * float32 sums), so its out differs from the float64 reference by up to about 2^-8
+ * (bfloat16) or 2^-11 (float16) times the largest |value| a token reads, plus the dots'
+ * float32 error; the CPU keeps float32 probabilities, and its answer is bit-identical for
+ * every group and thread count. q, keys and values should be finite (an infinity or NaN
+ * makes the rows that read it NaN).
+ *
+ * CUDA: compute capability 9.0 or newer (built for sm_90a, PTX beyond), float16 and
+ * bfloat16, head_dim and v_dim 64 or 128, kv_heads at most 65,535, q, keys and values
+ * 16-byte aligned (SIEVE_ENOTSUP otherwise). The CPU takes every
+ * dtype and shape, and computes each token's set directly (group only shapes the GPU's
+ * work; the CPU's stats still count the unions). */
+
+typedef struct sieve_sparse_attn_params {
+    sieve_dtype dtype;          /* of q, keys and values */
+    uint32_t n_queries;         /* T >= 1 */
+    uint32_t q_heads;           /* >= 1, a multiple of kv_heads */
+    uint32_t kv_heads;          /* >= 1 */
+    uint32_t head_dim;          /* D of q and keys, >= 1 */
+    uint32_t v_dim;             /* of values, >= 1 */
+    uint32_t n_keys;            /* L >= 1, at most INT32_MAX */
+    uint32_t k;                 /* entries per row of idx, >= 1 */
+    uint32_t group;             /* 1 .. 32 query tokens sharing one list (1: per query) */
+    float scale;                /* softmax scale, finite; 0 means 1 / sqrt(head_dim) */
+} sieve_sparse_attn_params;
+
+/* Fills p: dtype and shape as given, group 16, scale 0 (1 / sqrt(head_dim)). */
+void sieve_sparse_attn_params_init(sieve_sparse_attn_params *p, sieve_dtype dtype,
+                                   uint32_t n_queries, uint32_t q_heads, uint32_t kv_heads,
+                                   uint32_t head_dim, uint32_t v_dim, uint32_t n_keys,
+                                   uint32_t k);
+
+typedef struct sieve_sparse_attn_stats {
+    uint64_t groups;            /* ceil(n_queries / group) */
+    uint64_t member_entries;    /* sum over tokens of |S_t| */
+    uint64_t union_entries;     /* sum over groups of the union's size */
+    double ms_prepare;          /* CUDA: building the unions and masks (device time); CPU:
+                                   building the sets and counting the unions (wall time) */
+    double ms_attend;           /* the attention itself (CUDA: device time) */
+    double ms_total;            /* the call's wall time */
+} sieve_sparse_attn_stats;
+
+/* Scratch bytes sieve_sparse_attention needs on dev for p (the CPU needs none: 0).
+ * Errors: SIEVE_EINVAL (bad parameters, sizes past size_t), SIEVE_ENOTSUP (CUDA: a shape
+ * or dtype it does not run). */
+int sieve_sparse_attn_scratch_size(sieve_device *dev, const sieve_sparse_attn_params *p,
+                                   size_t *bytes);
+
+/* Grouped sparse attention as above. q, keys, values, idx, out, lse: memory of dev (host
+ * memory for the CPU), not modified but for out and lse. scratch: scratch_bytes of dev's
+ * memory (>= sieve_sparse_attn_scratch_size), 256-byte aligned, owned by the caller; NULL:
+ * a workspace the device keeps and grows (the CPU ignores it). stats: optional, host
+ * memory, overwritten. Returns after out and lse are written (the stream is synchronised).
+ * Errors: SIEVE_EINVAL (NULL pointers, bad parameters; on CUDA misaligned scratch),
+ * SIEVE_ENOTSUP, SIEVE_ENOSPC (scratch too small), SIEVE_ENOMEM, SIEVE_EDEVICE; on an error
+ * stats is left as it was. */
+int sieve_sparse_attention(sieve_device *dev, const sieve_sparse_attn_params *p,
+                           const void *q, const void *keys, const void *values,
+                           const int32_t *idx, void *scratch, size_t scratch_bytes,
+                           float *out, float *lse, sieve_sparse_attn_stats *stats);
+
+/* Float64 reference on host memory: the same sets, every dot, exponential and sum in double
+ * from the stored values. out: n_queries x q_heads x v_dim double; lse optional (double).
+ * Single-threaded, slow. Errors: SIEVE_EINVAL, SIEVE_ENOMEM. */
+int sieve_sparse_attention_reference(const sieve_sparse_attn_params *p, const void *q,
+                                     const void *keys, const void *values,
+                                     const int32_t *idx, double *out, double *lse);
+
 #ifdef __cplusplus
 }
 #endif

@@ -121,6 +121,26 @@ int sieve__cuda_indexer_materialized(void *ctx, const sieve_indexer_params *p, c
                                      float *out_scores, uint32_t *out_counts,
                                      sieve_indexer_stats *stats);
 
+/* ---- grouped sparse attention (kernels/sparse_attn.c checks the arguments and dispatches) */
+
+/* Checks p (sizes nonzero, q_heads a multiple of kv_heads, group 1..32, n_keys at most
+ * INT32_MAX, scale finite, dtype known, array sizes within size_t). 0 or SIEVE_EINVAL. */
+int sieve__check_sparse_attn_params(const sieve_sparse_attn_params *p);
+
+/* CPU backend (kernels/cpu/sparse_attn.c), host memory, arguments already checked. */
+int sieve__cpu_sparse_attention(const sieve_device *dev, const sieve_sparse_attn_params *p,
+                                const void *q, const void *keys, const void *values,
+                                const int32_t *idx, float *out, float *lse,
+                                sieve_sparse_attn_stats *stats);
+
+/* CUDA backend (kernels/cuda/sparse_attn.cu; SIEVE_ENODEV from the stub). */
+int sieve__cuda_sparse_attn_scratch_size(void *ctx, const sieve_sparse_attn_params *p,
+                                         size_t *bytes);
+int sieve__cuda_sparse_attention(void *ctx, const sieve_sparse_attn_params *p, const void *q,
+                                 const void *keys, const void *values, const int32_t *idx,
+                                 void *scratch, size_t scratch_bytes, float *out, float *lse,
+                                 sieve_sparse_attn_stats *stats);
+
 #ifdef __CUDACC__
 #define SIEVE__HD __host__ __device__
 #else
