@@ -1,10 +1,11 @@
 /* bench_attention.c: sieve-bench's `attention` mode.
  *
- * Owns: timing the sparse-attention kernels of the kernel module on synthetic data held on
+ * Owns: timing the indexer top-k of the kernel module on synthetic data held on
  * the device: the fused indexer top-k (sieve_indexer_topk) against its materialize-then-select
  * path, with the bit-exactness check between them, the floor (the indexer's matrix FLOPs at
  * the dtype's rate, or its bytes at --bw), the recovery-path counts, a table and JSON lines.
- * Must not: touch the store or the server.
+ * Grouped sparse attention has its own file (bench_sparse_attn.c), reached as `attention
+ * sparse`. Must not: touch the store or the server.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
@@ -34,7 +35,9 @@ typedef struct attn_opts {
 
 static void attn_usage(FILE *f) {
     fprintf(f,
-            "usage: sieve-bench attention [options]\n"
+            "usage: sieve-bench attention [indexer] [options]\n"
+            "       sieve-bench attention sparse [options]   (grouped sparse attention; see\n"
+            "                                                  sieve-bench attention sparse --help)\n"
             "\n"
             "Times the fused indexer top-k of DeepSeek-style sparse attention,\n"
             "    I[t,s] = sum_h w[t,h] * relu(q[t,h] . key[s]),  the k best keys per query,\n"
@@ -295,6 +298,13 @@ static int run_shape(const attn_opts *o, sieve_device *dev, const sieve_device_i
 }
 
 int sieve_bench_attention(int argc, char **argv) {
+    /* `attention sparse ...` is grouped sparse attention; `attention [indexer] ...` this */
+    if (argc > 0 && !strcmp(argv[0], "sparse"))
+        return sieve_bench_sparse_attention(argc - 1, argv + 1);
+    if (argc > 0 && !strcmp(argv[0], "indexer")) {
+        argc--;
+        argv++;
+    }
     attn_opts o;
     if (attn_parse(argc, argv, &o)) return 2;
     sieve_device *dev = NULL;

@@ -22,5 +22,7 @@ const char *bench_jnum(char buf[32], double v);
 
 /* The `attention` mode (bench_attention.c): argv after the mode name. Exit status. */
 int sieve_bench_attention(int argc, char **argv);
+/* `attention sparse` (bench_sparse_attn.c): argv after "sparse". Exit status. */
+int sieve_bench_sparse_attention(int argc, char **argv);
 
 #endif

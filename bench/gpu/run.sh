@@ -3,10 +3,13 @@
 # from bench/gpu/bundle.sh carried in .deps/gpu. Writes logs and JSON under $OUT (or ./out).
 # usage: bench/gpu/run.sh STAGE...
 #   info      GPU, driver, OS
-#   test      GPU kernel suite, device page cache suite, the indexer top-k's suite
+#   test      GPU kernel suite, device page cache suite, the indexer top-k's and grouped
+#             sparse attention's suites
 #   attention sieve-bench attention (the indexer top-k: $ATTN_ARGS, default the targets.md shape
 #             and a sweep of L and T) beside torch_attention.py indexer in the same call, and
-#             bench/report_attention.py's table and plots of both
+#             bench/report_attention.py's table and plots of both; then sieve-bench attention
+#             sparse (grouped vs per-query sparse attention: $SPARSE_ARGS, default the GQA 32/8
+#             shape at 128K keys over a sweep of overlap and group)
 #   server    the server black-box suite with the server on the GPU
 #   rest      tests/python/test_rest_exact.py with the server on the GPU ($REST_ARGS, default
 #             --n 300000 --dim 128, about a minute; --n 1000000 took 2 minutes): REST answers
@@ -59,6 +62,9 @@ for stage in "$@"; do
       [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
       timeout 300 "$B/tests/test_indexer_cuda" --jobs 4 --verbose=0 2>&1 |
         tee "$OUT/test_indexer_cuda.log" | grep -E "^\[(FAIL|====)|assert" | tail -12
+      [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+      timeout 300 "$B/tests/test_sparse_attn_cuda" --jobs 4 --verbose=0 2>&1 |
+        tee "$OUT/test_sparse_attn_cuda.log" | grep -E "^\[(FAIL|====)|assert" | tail -12
       [ "${PIPESTATUS[0]}" -eq 0 ] || status=1 ;;
     attention)
       ATTN_ARGS=${ATTN_ARGS:-"--keys 16k,64k,128k --queries 1,16,64,128,2048 --k 2048"}
@@ -70,6 +76,11 @@ for stage in "$@"; do
         --repeat 5 --warmup 2 --json "$OUT/attn_torch.json" 2>&1 | grep -v '^{' | tee "$OUT/attn_torch.txt"
       python3 bench/report_attention.py --sieve "$OUT/attn.json" --torch "$OUT/attn_torch.json" \
         --md "$OUT/attn_report.md" --plots "$OUT/attn" | tail -4
+      [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+      SPARSE_ARGS=${SPARSE_ARGS:-"--keys 128k --queries 2048 --k 2048 --group 8,16,32 --share 1,0.9,0.75,0.5,0"}
+      rm -f "$OUT/sparse.json"
+      timeout 300 "$B/bench/sieve-bench" attention sparse --device cuda $SPARSE_ARGS \
+        --json "$OUT/sparse.json" 2>&1 | tee "$OUT/sparse.txt" | tail -20
       [ "${PIPESTATUS[0]}" -eq 0 ] || status=1 ;;
     server)
       SIEVE_BUILD_DIR="$B" SIEVE_TEST_DEVICE=cuda:0 timeout 400 "$B/tests/test_server" --jobs 4 \

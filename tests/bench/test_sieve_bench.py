@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""sieve-bench knn and attention on the CPU backend: their options, JSON lines and input errors.
+"""sieve-bench knn, attention and attention sparse on the CPU backend: their options, JSON lines and
+input errors.
 
 Runs the real binary of $SIEVE_BUILD_DIR. Asserts that --help documents every option the
 sweeps use; that a run with --sample-rows and --results pinned takes the sampled (fused)
@@ -131,6 +132,52 @@ def main():
                      (["--dtype", "int8"], "--dtype")):
         rc, so, se = run(["attention", "--device", "cpu"] + bad)
         check(rc == 2 and opt in se, f"attention {' '.join(bad)}: exit 2 naming {opt}", (rc, se.strip()[:120]), (2, opt))
+
+    # sieve-bench attention sparse (grouped vs per-query sparse attention) on the CPU: share 1
+    # gives every token of a group the same set (the union is one set), share 0 nearly
+    # disjoint sets (the union about group x set); both calls agree with each other and with
+    # the float64 reference on the checked tokens
+    rc, so, se = run(["attention", "sparse", "--help"])
+    check(rc == 0, "attention sparse --help exits 0", rc, 0)
+    for opt in ("--q-heads H", "--kv-heads H", "--group LIST", "--share LIST", "--check-tokens N",
+                "--json FILE"):
+        check(opt in so, f"attention sparse --help documents {opt}", so[:200], opt)
+    js4 = os.path.join(tmp, "sparse.json")
+    rc, so, se = run(["attention", "sparse", "--device", "cpu", "--q-heads", "8", "--kv-heads", "2",
+                      "--head-dim", "64", "--v-dim", "32", "--keys", "4096", "--queries", "40",
+                      "--k", "128", "--group", "8,16", "--share", "1,0", "--repeat", "1", "--warmup", "0",
+                      "--check-tokens", "3", "--json", js4])
+    if rc != 0:
+        print(so[-3000:], se[-3000:])
+    check(rc == 0, "an attention sparse run on the CPU exits 0", rc, 0)
+    rows = lines(js4) if os.path.exists(js4) else []
+    check(len(rows) == 4, "one JSON line per (group, share)", len(rows), 4)
+    for r in rows:
+        tag = f"attention sparse group={r['group']} share={r['share']}"
+        check(r["kernel"] == "sparse" and (r["Hq"], r["Hkv"], r["D"], r["DV"], r["L"], r["T"], r["k"])
+              == (8, 2, 64, 32, 4096, 40, 128), f"{tag}: shape in the JSON line",
+              (r["kernel"], r["Hq"], r["Hkv"], r["D"], r["DV"]), ("sparse", 8, 2, 64, 32))
+        check(r["ok"] == "yes" and r["max_diff_grouped_per_query"] == 0.0,
+              f"{tag}: grouped == per query on the CPU, both near float64",
+              (r["ok"], r["max_diff_grouped_per_query"], r["max_err_reference"]), ("yes", 0.0))
+        check(0 < r["members_per_token"] <= 128, f"{tag}: distinct keys a token reads",
+              r["members_per_token"], "(0, 128]")
+        if r["share"] == 1.0:
+            check(abs(r["union_over_set"] - 1.0) < 1e-6, f"{tag}: one shared set, union == set",
+                  r["union_over_set"], 1.0)
+        else:
+            # 40 tokens in groups of 8 or 16: the groups hold 8 or 16 (the last 8) nearly
+            # disjoint sets of 128 among 4,096 keys
+            check(r["union_over_set"] > 0.8 * min(r["group"], 8) - 0.5, f"{tag}: disjoint sets, union ~ group x set",
+                  r["union_over_set"], f"> {0.8 * min(r['group'], 8) - 0.5}")
+    for bad, opt in ((["--group", "33"], "--group"), (["--share", "1.5"], "--share"),
+                     (["--q-heads", "x"], "--q-heads"), (["--kv-heads"], "--kv-heads")):
+        rc, so, se = run(["attention", "sparse", "--device", "cpu"] + bad)
+        check(rc == 2 and opt in se, f"attention sparse {' '.join(bad)}: exit 2 naming {opt}",
+              (rc, se.strip()[:120]), (2, opt))
+    rc, so, se = run(["attention", "sparse", "--device", "cpu", "--q-heads", "6", "--kv-heads", "4"])
+    check(rc == 2 and "--q-heads" in se, "attention sparse: q heads not a multiple of kv heads, exit 2",
+          (rc, se.strip()[:120]), (2, "--q-heads"))
 
     print(f"{len(failures)} failed" if failures else "all passed")
     return 1 if failures else 0
