@@ -45,10 +45,10 @@ static void sa_usage(FILE *f) {
             "L - T + t and selects k keys at or before it (causal): with probability --share\n"
             "an entry is one of its group's shared k, otherwise its own random key, so share 1\n"
             "is heavy overlap and 0 none. Both outputs are checked against each other and,\n"
-            "on --check-tokens tokens, against the float64 reference. `gathered` is the key\n"
-            "and value bytes each call reads from its lists (no cache reuse counted), and\n"
-            "floor_ms the grouped call's gathered bytes, q, idx and out read or written once,\n"
-            "at --bw.\n"
+            "on --check-tokens tokens, against the float64 reference. perq_GB and grp_GB are\n"
+            "the key and value bytes each call gathers from its lists (rows gathered twice\n"
+            "counted twice; the L2 cache serves some), floor_ms every key and value row some\n"
+            "token reads, q and idx read once and out written once, at --bw.\n"
             "\n"
             "options (lists are comma separated; sizes take k = 1024 and m = 1048576):\n"
             "  --device SPEC      auto | cpu | cpu:T | cuda:N           (default auto)\n"
@@ -343,9 +343,21 @@ static int run_shape(const sa_opts *o, sieve_device *dev, const sieve_device_inf
     const double row_bytes = (double)(D + DV) * es * Hkv;
     const double g_bytes = (double)gs.union_entries * row_bytes * chunks;
     const double p_bytes = (double)ps.union_entries * row_bytes;
-    /* the floor: the grouped call's gathered bytes plus q, idx and out (and lse) once */
+    /* the floor: every key and value row some token reads, q and idx read once, out and lse
+     * written once (rows read by several groups or heads may come from the L2 cache, so the
+     * gathered bytes are not a bound) */
+    uint64_t distinct = 0;
+    uint64_t *seen = calloc((L + 63) / 64, 8);
+    const int counted = seen != NULL;
+    if (seen) {
+        for (size_t i = 0; i < ni; i++)
+            if (idx[i] >= 0 && (uint32_t)idx[i] < L) seen[idx[i] >> 6] |= 1ull << (idx[i] & 63);
+        for (uint32_t w = 0; w < (L + 63) / 64; w++) distinct += (uint64_t)__builtin_popcountll(seen[w]);
+        free(seen);
+    }
     const double io_bytes = (double)nq * es + (double)ni * 4 + (double)(no + nl) * 4;
-    const double floor_ms = (g_bytes + io_bytes) / (o->bw_gbs * 1e9) * 1e3;
+    const double floor_ms = counted ? ((double)distinct * row_bytes + io_bytes) / (o->bw_gbs * 1e9) * 1e3
+                                 : NAN;
     const double per_token = T ? (double)gs.member_entries / T : 0.0;
     const double union_ratio = gs.groups && per_token > 0
                                    ? (double)gs.union_entries / gs.groups / per_token

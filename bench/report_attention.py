@@ -4,10 +4,14 @@ JSON lines (measured in the same run) into a Markdown table of the indexer top-k
 in-house materialized, torch in both head-sum forms, the floor, percent of floor, speedups,
 recovery paths), a summary against the attention targets of targets.md (at least 10x
 torch's reference, at least 1.7x the materialized path at L >= 64K), and PNG plots of time
-against the keys L and against the query tokens T.
+against the keys L and against the query tokens T. With `sieve-bench attention sparse`
+lines (--sparse, or among --sieve's), also a table of grouped against per-query sparse
+attention, the summary against its target (at least 1.5x where 16 neighbouring tokens
+overlap heavily: a group's union at most twice one token's set) and a plot of the speedup
+against the union's size (PREFIX-sparse.png).
 
-usage: bench/report_attention.py --sieve attn.json [--torch torch.json] [--md out.md]
-                                 [--plots PREFIX]
+usage: bench/report_attention.py --sieve attn.json [--torch torch.json] [--sparse s.json]
+                                 [--md out.md] [--plots PREFIX]
 """
 import argparse
 import os
@@ -19,6 +23,8 @@ from report_knn import load  # noqa: E402  (JSON lines of a file)
 TORCH_X = 10.0   # at least 10x faster than the torch reference (targets.md)
 MAT_X = 1.7      # at least 1.7x faster than the materialized path ...
 MAT_MIN_L = 65536  # ... at L >= 64K
+GROUP_X = 1.5    # grouped sparse attention at least 1.5x over per query ...
+HEAVY_UNION = 2.0  # ... where 16 neighbours overlap heavily: union <= 2 x one set
 
 
 def key(r):
@@ -34,23 +40,104 @@ def main(argv=None):
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sieve", required=True, help="sieve-bench attention --json lines")
     ap.add_argument("--torch", help="torch_attention.py indexer --json lines (same run)")
+    ap.add_argument("--sparse", help="sieve-bench attention sparse --json lines")
     ap.add_argument("--md", help="also write the Markdown here")
     ap.add_argument("--plots", help="write PREFIX-vs-L.png and PREFIX-vs-T.png")
     a = ap.parse_args(argv)
 
-    sieve = {}
-    for r in load(a.sieve):
+    sieve, sparse = {}, {}
+    for r in load(a.sieve) + load(a.sparse):
         if r.get("mode") == "attention" and r.get("kernel") == "indexer" and r.get("fused_ms") is not None:
             sieve[key(r)] = r  # the last line of a shape wins
+        if r.get("mode") == "attention" and r.get("kernel") == "sparse" and r.get("grouped_ms") is not None:
+            sparse[skey(r)] = r
     torch = {}
     for r in load(a.torch):
         if r.get("mode") == "indexer" and "ms" in r:
             torch[(key(r), r.get("backend", "torch"))] = r["ms"]
-    if not sieve:
+    if not sieve and not sparse:
         print("no sieve-bench attention lines", file=sys.stderr)
         return 1
 
     out = []
+    bad = []
+    if sieve:
+        bad = indexer_report(sieve, torch, out, a.plots)
+    sbad = sparse_report(sparse, out, a.plots) if sparse else []
+    text = "\n".join(out)
+    print(text)
+    if a.md:
+        with open(a.md, "w") as f:
+            f.write(text + "\n")
+    return 1 if bad or sbad else 0
+
+
+def skey(r):
+    return (r["T"], r["Hq"], r["Hkv"], r["D"], r["DV"], r["L"], r["k"], r["group"], r["share"])
+
+
+def sparse_report(sparse, out, plots):
+    """Appends the grouped-vs-per-query table and summary; returns the shapes off."""
+    if out:
+        out.append("")
+    r0 = next(iter(sparse.values()))
+    out.append(f"Grouped sparse attention ({r0.get('dtype', '')}, q heads {r0['Hq']}, kv heads "
+               f"{r0['Hkv']}, D {r0['D']}, v_dim {r0['DV']}):")
+    out.append("")
+    out.append("| T | L | k | group | share | union / set | per-query ms | grouped ms | speedup | "
+               "floor ms | % of floor | checked |")
+    out.append("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    heavy, n_heavy = [], 0
+    for kk in sorted(sparse, key=lambda x: (x[5], x[0], x[6], x[7], -x[8])):
+        r = sparse[kk]
+        pq, g, fl, u = r.get("per_query_ms"), r["grouped_ms"], r.get("floor_ms"), r.get("union_over_set")
+        sp = pq / g if pq else None
+        pct = 100.0 * fl / g if fl else None
+        if r["group"] == 16 and u is not None and u <= HEAVY_UNION and sp is not None:
+            n_heavy += 1
+            heavy.append(sp >= GROUP_X)
+        out.append(f"| {r['T']} | {r['L']} | {r['k']} | {r['group']} | {r['share']:.2f} | {fmt(u, '.2f')} | "
+                   f"{fmt(pq)} | {fmt(g)} | {fmt(sp, '.2f')}{'x' if sp else ''} | {fmt(fl)} | "
+                   f"{fmt(pct, '.0f')} | {r.get('ok', '-')} |")
+    out.append("")
+    out.append(f"- Grouped at least {GROUP_X:g}x over per query where 16 neighbours overlap heavily "
+               f"(union at most {HEAVY_UNION:g}x one set): {sum(heavy)} of {n_heavy} shapes.")
+    off = [k for k, r in sparse.items() if r.get("ok") not in ("yes", "-")]
+    out.append(f"- Grouped == per query and float64 within the stated bound: "
+               f"{'every shape' if not off else f'{len(off)} OFF'}.")
+    if plots:
+        try:
+            import matplotlib
+            matplotlib.use("Agg")
+            import matplotlib.pyplot as plt
+        except ImportError:
+            print("matplotlib not installed: no plots", file=sys.stderr)
+            return off
+        fig, ax = plt.subplots(figsize=(6.4, 4.2))
+        series = {}
+        for r in sparse.values():
+            if r.get("per_query_ms") and r.get("union_over_set"):
+                series.setdefault((r["T"], r["L"], r["k"], r["group"]), []).append(r)
+        for i, ((T, L, k, g), rs) in enumerate(sorted(series.items())):
+            rs.sort(key=lambda r: r["union_over_set"])
+            ax.plot([r["union_over_set"] for r in rs], [r["per_query_ms"] / r["grouped_ms"] for r in rs],
+                    "o-", color=f"C{i % 10}", label=f"group {g}, T={T} L={L} k={k}")
+        ax.axhline(GROUP_X, color="grey", ls="--", lw=1, label=f"target {GROUP_X:g}x")
+        ax.axhline(1.0, color="black", lw=0.6)
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("a group's union / one token's set (1 = identical sets)")
+        ax.set_ylabel("speedup over per-query (x)")
+        ax.set_title(f"grouped sparse attention, {r0.get('dtype', '')} Hq {r0['Hq']} / Hkv {r0['Hkv']}")
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=7)
+        fig.tight_layout()
+        fig.savefig(f"{plots}-sparse.png", dpi=110)
+        plt.close(fig)
+    return off
+
+
+def indexer_report(sieve, torch, out, plots):
+    """Appends the indexer's table and summary, writes its plots; returns the mismatches."""
     out.append("| T | L | k | fused ms | materialized ms | torch ms | torch (GEMV head sum) ms | "
                "floor ms | % of floor | vs torch | vs materialized | exact | paths (c/u/o/f/d) |")
     out.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
@@ -80,20 +167,14 @@ def main(argv=None):
     bad = [k for k, r in sieve.items() if r.get("exact") not in ("yes", "-")]
     out.append(f"- Fused == materialized bit for bit: "
                f"{'every checked shape' if not bad else f'{len(bad)} MISMATCH'}.")
-    text = "\n".join(out)
-    print(text)
-    if a.md:
-        with open(a.md, "w") as f:
-            f.write(text + "\n")
-
-    if a.plots:
+    if plots:
         try:
             import matplotlib
             matplotlib.use("Agg")
             import matplotlib.pyplot as plt
         except ImportError:
             print("matplotlib not installed: no plots", file=sys.stderr)
-            return 1 if bad else 0
+            return bad
         for axis, other, name in (("L", "T", "vs-L"), ("T", "L", "vs-T")):
             fig, ax = plt.subplots(figsize=(6.4, 4.2))
             groups = {}
@@ -124,9 +205,9 @@ def main(argv=None):
             ax.grid(True, which="both", alpha=0.3)
             ax.legend(fontsize=7)
             fig.tight_layout()
-            fig.savefig(f"{a.plots}-{name}.png", dpi=110)
+            fig.savefig(f"{plots}-{name}.png", dpi=110)
             plt.close(fig)
-    return 1 if bad else 0
+    return bad
 
 
 if __name__ == "__main__":

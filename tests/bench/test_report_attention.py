@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """bench/report_attention.py on JSON lines with known values: the table's speedups and the
 summary against the attention targets (10x torch's reference, 1.7x the materialized path at
-L >= 64K) say what the numbers imply; a mismatch between fused and materialized fails the
-report; the plots are written where matplotlib is importable.
+L >= 64K; grouped sparse attention 1.5x over per query at heavy overlap) say what the numbers
+imply; a mismatch between fused and materialized, or a grouped output off, fails the report;
+the plots are written where matplotlib is importable.
 
 Run: python3 tests/bench/test_report_attention.py
 """
@@ -27,6 +28,13 @@ def srow(T, L, k, fused, mat, exact="yes"):
 def trow(T, L, k, ms, backend="torch"):
     return {"mode": "indexer", "backend": backend, "T": T, "H": 64, "D": 128, "L": L, "k": k,
             "ms": ms}
+
+
+def sprow(group, share, union, perq, grouped, ok="yes"):
+    return {"mode": "attention", "kernel": "sparse", "dtype": "bfloat16", "T": 2048, "Hq": 32,
+            "Hkv": 8, "D": 128, "DV": 128, "L": 131072, "k": 2048, "group": group, "share": share,
+            "union_over_set": union, "per_query_ms": perq, "grouped_ms": grouped, "floor_ms": 0.2,
+            "ok": ok}
 
 
 def write(path, rows):
@@ -70,6 +78,30 @@ def main():
             f = os.path.join(tmp, name)
             check(os.path.exists(f) and os.path.getsize(f) > 1000, f"plot {name} written",
                   os.path.exists(f), True)
+
+    # grouped sparse attention: the heavy-overlap summary counts group 16 with a union of at
+    # most 2 sets only; a shape whose check is OFF fails the report
+    sp = os.path.join(tmp, "sp.json")
+    write(sp, [sprow(16, 0.95, 1.79, 3.0, 0.8),    # 3.75x: met
+               sprow(16, 1.0, 1.0, 3.0, 2.5),      # 1.2x: missed
+               sprow(16, 0.5, 8.5, 3.0, 3.0),      # not heavy overlap: not counted
+               sprow(8, 0.95, 1.4, 3.0, 1.0)])     # group 8: not counted
+    r = subprocess.run([sys.executable, REPORT, "--sieve", s, "--sparse", sp, "--plots",
+                        os.path.join(tmp, "q")], capture_output=True, text=True)
+    out = r.stdout
+    check(r.returncode == 0, "a report with sparse lines exits 0", (r.returncode, r.stderr[-300:]), 0)
+    check("| 2048 | 131072 | 2048 | 16 | 0.95 | 1.79 | 3.000 | 0.800 | 3.75x | 0.200 | 25 | yes |" in out,
+          "the sparse row: union, both times, speedup, % of floor", out[-1500:], "row")
+    check("overlap heavily (union at most 2x one set): 1 of 2 shapes" in out,
+          "the 1.5x summary counts group 16 with heavy overlap only", out[-600:], "1 of 2")
+    if have_mpl:
+        f = os.path.join(tmp, "q-sparse.png")
+        check(os.path.exists(f) and os.path.getsize(f) > 1000, "plot q-sparse.png written",
+              os.path.exists(f), True)
+    write(sp, [sprow(16, 0.95, 1.79, 3.0, 0.8, ok="OFF")])
+    r = subprocess.run([sys.executable, REPORT, "--sieve", sp], capture_output=True, text=True)
+    check(r.returncode == 1 and "1 OFF" in r.stdout, "sparse lines alone; an OFF check fails the report",
+          (r.returncode, r.stdout[-200:]), (1, "1 OFF"))
 
     write(s, [srow(2048, 131072, 2048, 10.0, 18.0, exact="MISMATCH")])
     r = subprocess.run([sys.executable, REPORT, "--sieve", s], capture_output=True, text=True)
