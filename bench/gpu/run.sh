@@ -74,13 +74,13 @@ for stage in "$@"; do
       [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
       timeout 300 python3 bench/torch_attention.py indexer --keys 128k --queries 1,64,2048 --k 2048 \
         --repeat 5 --warmup 2 --json "$OUT/attn_torch.json" 2>&1 | grep -v '^{' | tee "$OUT/attn_torch.txt"
-      python3 bench/report_attention.py --sieve "$OUT/attn.json" --torch "$OUT/attn_torch.json" \
-        --md "$OUT/attn_report.md" --plots "$OUT/attn" | tail -4
-      [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
-      SPARSE_ARGS=${SPARSE_ARGS:-"--keys 128k --queries 2048 --k 2048 --group 8,16,32 --share 1,0.9,0.75,0.5,0"}
+      SPARSE_ARGS=${SPARSE_ARGS:-"--keys 128k --queries 2048 --k 2048 --group 8,16,32 --share 1,0.95,0.9,0.75,0.5,0"}
       rm -f "$OUT/sparse.json"
       timeout 300 "$B/bench/sieve-bench" attention sparse --device cuda $SPARSE_ARGS \
         --json "$OUT/sparse.json" 2>&1 | tee "$OUT/sparse.txt" | tail -20
+      [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+      python3 bench/report_attention.py --sieve "$OUT/attn.json" --torch "$OUT/attn_torch.json" \
+        --sparse "$OUT/sparse.json" --md "$OUT/attn_report.md" --plots "$OUT/attn" | tail -8
       [ "${PIPESTATUS[0]}" -eq 0 ] || status=1 ;;
     server)
       SIEVE_BUILD_DIR="$B" SIEVE_TEST_DEVICE=cuda:0 timeout 400 "$B/tests/test_server" --jobs 4 \
