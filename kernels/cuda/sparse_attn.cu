@@ -27,6 +27,11 @@
  * running max and sum updated, P rounded to the storage dtype and P V accumulated on the
  * tensor cores. The rows' partial results go through shared memory, where all threads
  * merge the column splits and write out (and lse) with coalesced stores.
+ *
+ * Slices. Where the groups, kv heads and row chunks give fewer CTAs than two an SM (decode,
+ * short prefills), each list is cut into up to 32 slices of whole tiles, one CTA each; the
+ * CTAs write their rows' (max, sum, normalised outputs) to scratch and a merge kernel
+ * combines the slices as flash decoding does.
  */
 #include <cub/cub.cuh>
 #include <cuda_bf16.h>
@@ -148,6 +153,8 @@ struct AttnArgs {
     uint32_t group0;   /* first group of this launch */
     float scale_log2;  /* scale * log2(e) */
     float *out, *lse;
+    uint32_t nsl;      /* slices of each list (CTAs sharing one list's tiles) */
+    float *part;       /* nsl > 1: nsl x T x Hq rows of (max, sum, DV outputs) */
 };
 
 template <typename E> struct MmaOps;
@@ -236,7 +243,8 @@ sa_attn_kernel(AttnArgs a) {
     const uint32_t tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const uint32_t g = a.group0 + blockIdx.z, kvh = blockIdx.y;
     const uint32_t rows_total = a.G * a.R;
-    const uint32_t row0 = blockIdx.x * SA_ROWS;
+    const uint32_t slice = blockIdx.x % a.nsl;
+    const uint32_t row0 = blockIdx.x / a.nsl * SA_ROWS;
     const uint32_t nrows = rows_total - row0 < (uint32_t)SA_ROWS ? rows_total - row0 : SA_ROWS;
     const uint32_t nblk = (nrows + 15) / 16;
     const uint32_t blk = warp / NSPLIT, split = warp % NSPLIT;
@@ -272,7 +280,11 @@ sa_attn_kernel(AttnArgs a) {
     const size_t kstride = (size_t)a.Hkv * D, vstride = (size_t)a.Hkv * DV;
     const E *kbase = (const E *)a.keys + (size_t)kvh * D;
     const E *vbase = (const E *)a.values + (size_t)kvh * DV;
+    /* this CTA's tiles of the list: [tb, te) */
     const uint32_t ntiles = (U + SA_BN - 1) / SA_BN;
+    const uint32_t per = (ntiles + a.nsl - 1) / a.nsl;
+    const uint32_t tb = slice * per < ntiles ? slice * per : ntiles;
+    const uint32_t te = tb + per < ntiles ? tb + per : ntiles;
     /* the list positions of tile j into their ring slot (slots past the list: 0) */
     auto load_pos = [&](uint32_t j) {
         if (tid < (uint32_t)SA_BN) {
@@ -316,21 +328,21 @@ sa_attn_kernel(AttnArgs a) {
     const uint32_t col0 = split * NCOL;
 
     /* prologue: positions of tiles 0 .. ST - 2, then groups 0 .. ST - 2 */
-    for (uint32_t j = 0; j + 1 < (uint32_t)ST; j++) load_pos(j);
+    for (uint32_t j = tb; j + 1 < tb + ST; j++) load_pos(j);
     cp_async_commit();
     cp_async_wait<0>();
     __syncthreads();
-    for (uint32_t j = 0; j + 1 < (uint32_t)ST; j++) {
-        if (j < ntiles) load_tile(j);
+    for (uint32_t j = tb; j + 1 < tb + ST; j++) {
+        if (j < te) load_tile(j);
         load_pos(j + ST - 1);
         cp_async_commit();
     }
-    for (uint32_t it = 0; it < ntiles; it++) {
+    for (uint32_t it = tb; it < te; it++) {
         cp_async_wait<ST - 2>(); /* group it: tile it, positions of tile it + ST - 1 */
         __syncthreads();         /* ... visible to all; stage (it - 1) % ST free */
         {
             const uint32_t j = it + ST - 1;
-            if (j < ntiles) load_tile(j);
+            if (j < te) load_tile(j);
             load_pos(j + ST - 1);
             cp_async_commit();
         }
@@ -462,24 +474,60 @@ sa_attn_kernel(AttnArgs a) {
         }
         const size_t orow = (size_t)t * a.Hq + kvh * a.R + hr;
         const float inv = Ls > 0.f ? 1.f / Ls : 0.f;
+        /* one slice: the answer; several: this slice's (max, sum, outputs) for the merge */
+        float *dst = a.out + orow * DV;
+        if (a.nsl > 1) {
+            float *pr = a.part + ((size_t)slice * a.T * a.Hq + orow) * (DV + 2);
+            if (tid == 0) {
+                pr[0] = M;
+                pr[1] = Ls;
+            }
+            dst = pr + 2;
+        }
         for (uint32_t c = tid; c < (uint32_t)DV; c += SA_THREADS) {
             float acc = 0.f;
 #pragma unroll
             for (int sp = 0; sp < NSPLIT; sp++) acc += wgt[sp] * wr[sp][2 + c];
-            a.out[orow * DV + c] = acc * inv;
+            dst[c] = acc * inv;
         }
-        if (a.lse && tid == 0)
+        if (a.nsl == 1 && a.lse && tid == 0)
             a.lse[orow] = Ls > 0.f ? (M + log2f(Ls)) * 0.69314718055994531f : -INFINITY;
     }
+}
+
+/* Merges the slices of each row: out = sum of 2^(m_s - M) l_s o_s over sum of 2^(m_s - M) l_s
+ * (o_s normalised by its own sum), lse from M and the total. One thread a (row, column). */
+__global__ void __launch_bounds__(256)
+sa_merge_kernel(const float *part, uint32_t nsl, size_t rows, uint32_t DV, float *out, float *lse) {
+    const size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= rows * DV) return;
+    const size_t r = i / DV;
+    const uint32_t c = (uint32_t)(i % DV);
+    const size_t stride = rows * (DV + 2);
+    const float *p0 = part + r * (DV + 2);
+    float M = -INFINITY;
+    for (uint32_t s = 0; s < nsl; s++) M = fmaxf(M, p0[s * stride]);
+    const float Mb = M == -INFINITY ? 0.f : M;
+    float L = 0.f, acc = 0.f;
+    for (uint32_t s = 0; s < nsl; s++) {
+        const float *ps = p0 + s * stride;
+        const float w = fast_exp2(ps[0] - Mb) * ps[1];
+        L += w;
+        acc += w * ps[2 + c];
+    }
+    out[i] = L > 0.f ? acc / L : 0.f;
+    if (lse && c == 0) lse[r] = L > 0.f ? (M + log2f(L)) * 0.69314718055994531f : -INFINITY;
 }
 
 /* ---------------------------------------------------------------- host */
 
 struct SaPlan {
     uint32_t G, groups, R;
+    uint32_t nsl;      /* slices a list: more CTAs where the groups and kv heads are few */
+    uint32_t rows;     /* rows of the fullest CTA: min(group, n_queries) x R, at most 64 */
     int stages;        /* of the attention kernel's ring: 2, or 3 (SIEVE_CUDA_SA_STAGES=3) */
     size_t cap;
-    size_t o_pos, o_mask, o_count, o_members, total;
+    size_t o_pos, o_mask, o_count, o_members, o_part, total;
 };
 
 int check_shape(const sieve__cuda_ctx *c, const sieve_sparse_attn_params *p) {
@@ -492,7 +540,7 @@ int check_shape(const sieve__cuda_ctx *c, const sieve_sparse_attn_params *p) {
 }
 
 /* Scratch layout. SIEVE_EINVAL where a size does not fit in size_t. */
-int make_plan(const sieve_sparse_attn_params *p, SaPlan *pl) {
+int make_plan(const sieve_sparse_attn_params *p, int sms, SaPlan *pl) {
     memset(pl, 0, sizeof *pl);
     pl->G = p->group;
     pl->groups = (p->n_queries + p->group - 1) / p->group;
@@ -503,6 +551,18 @@ int make_plan(const sieve_sparse_attn_params *p, SaPlan *pl) {
     pl->cap = (size_t)(gk < p->n_keys ? gk : p->n_keys);
     const uint64_t slots = (uint64_t)pl->groups * pl->cap;
     if (slots > (uint64_t)(SIZE_MAX / 16)) return SIEVE_EINVAL;
+    /* Slices: with fewer CTAs than two an SM, each list is cut into slices of whole tiles
+     * (at most 32, at least a tile each) whose partial results a merge kernel combines. */
+    pl->rows = (p->n_queries < pl->G ? p->n_queries : pl->G) * pl->R;
+    const uint64_t ctas = (uint64_t)(pl->G * pl->R + SA_ROWS - 1) / SA_ROWS * p->kv_heads * pl->groups;
+    const uint64_t want = 2 * (uint64_t)(sms > 0 ? sms : 132);
+    const uint64_t tiles = (pl->cap + SA_BN - 1) / SA_BN;
+    uint64_t nsl = ctas >= want ? 1 : (want + ctas - 1) / ctas;
+    if (nsl > 32) nsl = 32;
+    if (nsl > tiles) nsl = tiles;
+    const char *fs = getenv("SIEVE_CUDA_SA_SLICES"); /* a tuning hook; the answer is the same */
+    if (fs && atoi(fs) >= 1 && atoi(fs) <= 32) nsl = (uint64_t)atoi(fs);
+    pl->nsl = nsl ? (uint32_t)nsl : 1;
     size_t o = 0;
     pl->o_pos = o;
     o = sieve__align_up(o + (size_t)slots * 4, 256);
@@ -512,6 +572,12 @@ int make_plan(const sieve_sparse_attn_params *p, SaPlan *pl) {
     o = sieve__align_up(o + (size_t)pl->groups * 4, 256);
     pl->o_members = o;
     o = sieve__align_up(o + (size_t)pl->groups * 4, 256);
+    pl->o_part = o;
+    if (pl->nsl > 1) {
+        const uint64_t pb = (uint64_t)pl->nsl * p->n_queries * p->q_heads * (p->v_dim + 2) * 4;
+        if (pb > (uint64_t)(SIZE_MAX / 2)) return SIEVE_EINVAL;
+        o = sieve__align_up(o + (size_t)pb, 256);
+    }
     pl->total = o;
     return 0;
 }
@@ -526,7 +592,7 @@ int launch_attn(const AttnArgs &base, const SaPlan &pl, cudaStream_t s) {
         AttnArgs a = base;
         a.group0 = g0;
         const unsigned nz = pl.groups - g0 < SA_GRID_Z_MAX ? pl.groups - g0 : SA_GRID_Z_MAX;
-        kern<<<dim3(chunks, a.Hkv, nz), SA_THREADS, bytes, s>>>(a);
+        kern<<<dim3(chunks * pl.nsl, a.Hkv, nz), SA_THREADS, bytes, s>>>(a);
         SIEVE_CUDA_LAUNCH_CHECK();
     }
     return 0;
@@ -536,7 +602,8 @@ int launch_attn(const AttnArgs &base, const SaPlan &pl, cudaStream_t s) {
  * up to 32 two warps each of two blocks, else each warp its own block. */
 template <typename E, int D, int DV>
 int launch_attn_split(const AttnArgs &a, const SaPlan &pl, cudaStream_t s) {
-    const uint32_t rows = pl.G * pl.R;
+    /* the split fits the fullest CTA (with fewer tokens than a group: the only one) */
+    const uint32_t rows = pl.rows;
     if (pl.stages == 3) {
         if (rows <= 16) return launch_attn<E, D, DV, 4, 3>(a, pl, s);
         if (rows <= 32) return launch_attn<E, D, DV, 2, 3>(a, pl, s);
@@ -582,7 +649,7 @@ int run_queued(sieve__cuda_ctx *c, const sieve_sparse_attn_params *p, const void
     if (((uintptr_t)q | (uintptr_t)keys | (uintptr_t)values) & 15) return SIEVE_ENOTSUP;
     if ((uintptr_t)scratch & 255) return SIEVE_EINVAL;
     SaPlan pl;
-    rc = make_plan(p, &pl);
+    rc = make_plan(p, c->prop.multiProcessorCount, &pl);
     if (rc) return rc;
     SIEVE_CUDA_TRY(cudaSetDevice(c->ordinal));
     unsigned char *base = (unsigned char *)scratch;
@@ -616,11 +683,17 @@ int run_queued(sieve__cuda_ctx *c, const sieve_sparse_attn_params *p, const void
     const float scale = p->scale != 0.f ? p->scale : 1.f / sqrtf((float)p->head_dim);
     AttnArgs aa{q, keys, values, d_pos, d_mask, d_count, pl.cap, p->n_queries, p->q_heads,
                 p->kv_heads, pl.R, pl.G, 0, (float)((double)scale * 1.4426950408889634),
-                out, lse};
+                out, lse, pl.nsl, (float *)(base + pl.o_part)};
     rc = p->dtype == SIEVE_DTYPE_BF16
              ? launch_attn_dims<__nv_bfloat16>(aa, pl, p->head_dim, p->v_dim, s)
              : launch_attn_dims<__half>(aa, pl, p->head_dim, p->v_dim, s);
     if (rc) return rc;
+    if (pl.nsl > 1) {
+        const size_t rows = (size_t)p->n_queries * p->q_heads, n = rows * p->v_dim;
+        sa_merge_kernel<<<(unsigned)((n + 255) / 256), 256, 0, s>>>(aa.part, pl.nsl, rows,
+                                                                    p->v_dim, out, lse);
+        SIEVE_CUDA_LAUNCH_CHECK();
+    }
     SIEVE_CUDA_TRY(cudaEventRecord(ev.e[2], s));
     SIEVE_CUDA_TRY(cudaStreamSynchronize(s));
     if (stats) {
@@ -657,7 +730,8 @@ extern "C" int sieve__cuda_sparse_attn_scratch_size(void *ctx, const sieve_spars
     int rc = check_shape((const sieve__cuda_ctx *)ctx, p);
     if (rc) return rc;
     SaPlan pl;
-    rc = make_plan(p, &pl);
+    const sieve__cuda_ctx *c = (const sieve__cuda_ctx *)ctx;
+    rc = make_plan(p, c ? c->prop.multiProcessorCount : 0, &pl);
     if (rc) return rc;
     *bytes = pl.total;
     return 0;
