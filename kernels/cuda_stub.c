@@ -71,3 +71,11 @@ int sieve__cuda_sparse_attention(void *ctx, const sieve_sparse_attn_params *p, c
                                  sieve_sparse_attn_stats *stats) {
     return SIEVE_ENODEV;
 }
+int sieve__cuda_causal_attn_scratch_size(void *ctx, const sieve_attn_params *p, size_t *bytes) {
+    return SIEVE_ENODEV;
+}
+int sieve__cuda_causal_attention(void *ctx, const sieve_attn_params *p, const void *q,
+                                 const void *keys, const void *values, void *scratch,
+                                 size_t scratch_bytes, float *out, float *lse, double *ms) {
+    return SIEVE_ENODEV;
+}

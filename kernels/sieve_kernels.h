@@ -579,6 +579,61 @@ int sieve_sparse_attention_reference(const sieve_sparse_attn_params *p, const vo
                                      const void *keys, const void *values,
                                      const int32_t *idx, double *out, double *lse);
 
+
+/* ---------------------------------------------------------------- attention: dense causal */
+
+/* Dense causal attention, the in-house reference and baseline of the sparse-attention
+ * kernels (design.md, "The attention workload"). q: n_queries x q_heads x head_dim, keys:
+ * n_keys x kv_heads x head_dim, values: n_keys x kv_heads x v_dim, one dtype, row-major and
+ * contiguous; query token t sits at position pos0 + t and attends the keys
+ * s = 0 .. min(n_keys, pos0 + t + 1) - 1 (a prefill is pos0 = 0, n_queries = n_keys; a
+ * chunk of a longer prefill has pos0 > 0). Query head h reads kv head h / (q_heads /
+ * kv_heads):
+ *     out[t,h] = sum over visible s of softmax_s(scale * q[t,h] . keys[s,g]) * values[s,g]
+ *     lse[t,h] = log(sum over visible s of exp(scale * q[t,h] . keys[s,g]))
+ * out: n_queries x q_heads x v_dim float32; lse optional (float32). Precision as
+ * sieve_sparse_attention (CUDA rounds the probabilities to the storage dtype before the
+ * product with the values; the CPU keeps float32). CUDA: as sieve_sparse_attention (compute
+ * capability 9.0 or newer, float16 and bfloat16, head_dim and v_dim 64 or 128, kv_heads at
+ * most 65,535, 16-byte aligned arrays); the CPU takes every dtype and shape. */
+
+typedef struct sieve_attn_params {
+    sieve_dtype dtype;          /* of q, keys and values */
+    uint32_t n_queries;         /* T >= 1 */
+    uint32_t q_heads;           /* >= 1, a multiple of kv_heads */
+    uint32_t kv_heads;          /* >= 1 */
+    uint32_t head_dim;          /* >= 1 */
+    uint32_t v_dim;             /* >= 1 */
+    uint32_t n_keys;            /* L >= 1, at most INT32_MAX */
+    uint32_t pos0;              /* position of query 0 */
+    float scale;                /* softmax scale, finite; 0 means 1 / sqrt(head_dim) */
+} sieve_attn_params;
+
+/* Fills p: dtype and shape as given, pos0 0, scale 0 (1 / sqrt(head_dim)). */
+void sieve_attn_params_init(sieve_attn_params *p, sieve_dtype dtype, uint32_t n_queries,
+                            uint32_t q_heads, uint32_t kv_heads, uint32_t head_dim,
+                            uint32_t v_dim, uint32_t n_keys);
+
+/* Scratch bytes sieve_causal_attention needs on dev for p (0 on the CPU; on CUDA the
+ * partial results where short calls split the keys over several thread blocks).
+ * Errors: SIEVE_EINVAL, SIEVE_ENOTSUP (CUDA: a shape or dtype it does not run). */
+int sieve_causal_attn_scratch_size(sieve_device *dev, const sieve_attn_params *p,
+                                   size_t *bytes);
+
+/* Dense causal attention as above. Memory, scratch and errors as sieve_sparse_attention;
+ * ms (optional, host memory) gets the device time of the attention (CUDA) or the call's
+ * wall time (CPU). Returns after out and lse are written. */
+int sieve_causal_attention(sieve_device *dev, const sieve_attn_params *p, const void *q,
+                           const void *keys, const void *values, void *scratch,
+                           size_t scratch_bytes, float *out, float *lse, double *ms);
+
+/* Float64 reference on host memory (every dot, exponential and sum in double).
+ * out: n_queries x q_heads x v_dim double; lse optional. Single-threaded, slow.
+ * Errors: SIEVE_EINVAL, SIEVE_ENOMEM. */
+int sieve_causal_attention_reference(const sieve_attn_params *p, const void *q,
+                                     const void *keys, const void *values, double *out,
+                                     double *lse);
+
 #ifdef __cplusplus
 }
 #endif

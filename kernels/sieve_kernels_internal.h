@@ -141,6 +141,29 @@ int sieve__cuda_sparse_attention(void *ctx, const sieve_sparse_attn_params *p, c
                                  void *scratch, size_t scratch_bytes, float *out, float *lse,
                                  sieve_sparse_attn_stats *stats);
 
+/* ---- dense causal attention (kernels/attention.c checks the arguments and dispatches) */
+
+/* Checks p (sizes nonzero, q_heads a multiple of kv_heads, n_keys at most INT32_MAX, scale
+ * finite, dtype known, array sizes within size_t). 0 or SIEVE_EINVAL. */
+int sieve__check_attn_params(const sieve_attn_params *p);
+
+/* Keys query t sees: min(n_keys, pos0 + t + 1). */
+static inline uint32_t sieve__attn_visible(const sieve_attn_params *p, uint32_t t) {
+    const uint64_t v = (uint64_t)p->pos0 + t + 1;
+    return v < p->n_keys ? (uint32_t)v : p->n_keys;
+}
+
+/* CPU backend (kernels/cpu/attention.c), host memory, arguments already checked. */
+int sieve__cpu_causal_attention(const sieve_device *dev, const sieve_attn_params *p,
+                                const void *q, const void *keys, const void *values,
+                                float *out, float *lse);
+
+/* CUDA backend (kernels/cuda/sparse_attn.cu; SIEVE_ENODEV from the stub). */
+int sieve__cuda_causal_attn_scratch_size(void *ctx, const sieve_attn_params *p, size_t *bytes);
+int sieve__cuda_causal_attention(void *ctx, const sieve_attn_params *p, const void *q,
+                                 const void *keys, const void *values, void *scratch,
+                                 size_t scratch_bytes, float *out, float *lse, double *ms);
+
 #ifdef __CUDACC__
 #define SIEVE__HD __host__ __device__
 #else

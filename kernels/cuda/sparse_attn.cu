@@ -155,6 +155,9 @@ struct AttnArgs {
     float *out, *lse;
     uint32_t nsl;      /* slices of each list (CTAs sharing one list's tiles) */
     float *part;       /* nsl > 1: nsl x T x Hq rows of (max, sum, DV outputs) */
+    /* dense causal mode: the "list" of a group is keys 0 .. min(L, pos0 + last token + 1) - 1
+     * and a token sees the keys at or before its position */
+    uint32_t L, pos0, ngroups;
 };
 
 template <typename E> struct MmaOps;
@@ -232,7 +235,7 @@ struct AttnSmem {
  * positions of tile j + ST - 1 (a ring of 2 ST position slots), so a tile's row addresses
  * are in shared memory ST - 1 tiles before its copies are issued, and no thread waits on a
  * global load of a position before issuing a copy. */
-template <typename E, int D, int DV, int NSPLIT, int ST>
+template <typename E, int D, int DV, int NSPLIT, int ST, bool CAUSAL>
 __global__ void __launch_bounds__(SA_THREADS, ST == 2 ? 3 : 2) /* what shared memory allows */
 sa_attn_kernel(AttnArgs a) {
     using Ops = MmaOps<E>;
@@ -241,7 +244,10 @@ sa_attn_kernel(AttnArgs a) {
     constexpr int NT = NCOL / 8;         /* its n8 tiles */
     extern __shared__ __align__(128) unsigned char sa_attn_smem[];
     const uint32_t tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-    const uint32_t g = a.group0 + blockIdx.z, kvh = blockIdx.y;
+    /* causal: the groups of the most keys first (the last tokens), so the short ones fill
+     * the tail of the grid */
+    const uint32_t g = CAUSAL ? a.ngroups - 1 - (a.group0 + blockIdx.z) : a.group0 + blockIdx.z;
+    const uint32_t kvh = blockIdx.y;
     const uint32_t rows_total = a.G * a.R;
     const uint32_t slice = blockIdx.x % a.nsl;
     const uint32_t row0 = blockIdx.x / a.nsl * SA_ROWS;
@@ -249,21 +255,30 @@ sa_attn_kernel(AttnArgs a) {
     const uint32_t nblk = (nrows + 15) / 16;
     const uint32_t blk = warp / NSPLIT, split = warp % NSPLIT;
     const bool active = blk < nblk;
-    const uint32_t U = a.count[g];
-    const int32_t *lpos = a.pos + (size_t)g * a.cap;
-    const uint32_t *lmask = a.mask + (size_t)g * a.cap;
+    uint32_t U;
+    if (CAUSAL) {
+        const uint32_t tl = (g + 1) * a.G < a.T ? (g + 1) * a.G : a.T; /* past the last token */
+        const uint64_t v = (uint64_t)a.pos0 + tl;
+        U = v < a.L ? (uint32_t)v : a.L;
+    } else {
+        U = a.count[g];
+    }
+    const int32_t *lpos = CAUSAL ? nullptr : a.pos + (size_t)g * a.cap;
+    const uint32_t *lmask = CAUSAL ? nullptr : a.mask + (size_t)g * a.cap;
     int32_t *posr = (int32_t *)(sa_attn_smem + ST * SM::STAGE); /* 2 ST x SA_BN */
 
     /* this thread's two rows (gq and gq + 8 of the warp's block) */
     const uint32_t gq = lane >> 2, tq = lane & 3;
     uint32_t rowbit[2];
+    int64_t rowpos[2]; /* causal: the row's position (keys up to it are visible), -1 none */
     const E *qrow[2];
     for (int i = 0; i < 2; i++) {
         const uint32_t r = row0 + blk * 16 + gq + 8 * i; /* row within the group */
         const uint32_t j = r / a.R, hr = r % a.R;
         const uint32_t t = g * a.G + j;
         const bool ok = active && r < rows_total && t < a.T;
-        rowbit[i] = ok ? 1u << j : 0u;
+        rowbit[i] = ok && j < 32 ? 1u << j : 0u; /* (causal groups may hold 64 tokens) */
+        rowpos[i] = ok ? (int64_t)a.pos0 + t : -1;
         qrow[i] = ok ? (const E *)a.q + ((size_t)t * a.Hq + kvh * a.R + hr) * D : nullptr;
     }
     /* Q fragments (A operand, 16 x D): four registers a k-step */
@@ -287,7 +302,7 @@ sa_attn_kernel(AttnArgs a) {
     const uint32_t te = tb + per < ntiles ? tb + per : ntiles;
     /* the list positions of tile j into their ring slot (slots past the list: 0) */
     auto load_pos = [&](uint32_t j) {
-        if (tid < (uint32_t)SA_BN) {
+        if (!CAUSAL && tid < (uint32_t)SA_BN) {
             const uint32_t s = j * SA_BN + tid;
             const bool ok = s < U;
             cp_async4(posr + (j % (2 * ST)) * SA_BN + tid, ok ? lpos + s : lpos, ok ? 4 : 0);
@@ -303,17 +318,19 @@ sa_attn_kernel(AttnArgs a) {
         for (int x = 0; x < SA_BN * KC / SA_THREADS; x++) {
             const uint32_t i = tid + x * SA_THREADS, n = i / KC, c = i % KC;
             const bool ok = s0 + n < U;
-            const E *src = ok ? kbase + (size_t)pr[n] * kstride + c * 8 : kbase;
+            const size_t ps = CAUSAL ? s0 + n : (size_t)pr[n];
+            const E *src = ok ? kbase + ps * kstride + c * 8 : kbase;
             cp_async16(st + sw_off<D>(n, c), src, ok ? 16 : 0);
         }
 #pragma unroll
         for (int x = 0; x < SA_BN * VC / SA_THREADS; x++) {
             const uint32_t i = tid + x * SA_THREADS, n = i / VC, c = i % VC;
             const bool ok = s0 + n < U;
-            const E *src = ok ? vbase + (size_t)pr[n] * vstride + c * 8 : vbase;
+            const size_t ps = CAUSAL ? s0 + n : (size_t)pr[n];
+            const E *src = ok ? vbase + ps * vstride + c * 8 : vbase;
             cp_async16(st + SM::K_BYTES + sw_off<DV>(n, c), src, ok ? 16 : 0);
         }
-        if (tid < (uint32_t)SA_BN) {
+        if (!CAUSAL && tid < (uint32_t)SA_BN) {
             const uint32_t s = s0 + tid;
             const bool ok = s < U;
             cp_async4(st + SM::K_BYTES + SM::V_BYTES + tid * 4, ok ? lmask + s : lmask,
@@ -369,12 +386,27 @@ sa_attn_kernel(AttnArgs a) {
 #pragma unroll
             for (int j = 0; j < NT; j++) {
                 const uint32_t c = col0 + j * 8 + 2 * tq;
-                const uint32_t mk0 = mS[c], mk1 = mS[c + 1];
+                bool in0[2], in1[2];
+                if (CAUSAL) {
+                    /* a key is visible to the row at or before its position (and in range) */
+                    const int64_t kp = (int64_t)it * SA_BN + c;
+#pragma unroll
+                    for (int i = 0; i < 2; i++) {
+                        in0[i] = kp <= rowpos[i] && kp < (int64_t)U;
+                        in1[i] = kp + 1 <= rowpos[i] && kp + 1 < (int64_t)U;
+                    }
+                } else {
+                    const uint32_t mk0 = mS[c], mk1 = mS[c + 1];
+#pragma unroll
+                    for (int i = 0; i < 2; i++) {
+                        in0[i] = (mk0 & rowbit[i]) != 0;
+                        in1[i] = (mk1 & rowbit[i]) != 0;
+                    }
+                }
 #pragma unroll
                 for (int i = 0; i < 2; i++) {
-                    s[j][2 * i] = (mk0 & rowbit[i]) ? s[j][2 * i] * a.scale_log2 : -INFINITY;
-                    s[j][2 * i + 1] =
-                        (mk1 & rowbit[i]) ? s[j][2 * i + 1] * a.scale_log2 : -INFINITY;
+                    s[j][2 * i] = in0[i] ? s[j][2 * i] * a.scale_log2 : -INFINITY;
+                    s[j][2 * i + 1] = in1[i] ? s[j][2 * i + 1] * a.scale_log2 : -INFINITY;
                     mx[i] = fmaxf(mx[i], fmaxf(s[j][2 * i], s[j][2 * i + 1]));
                 }
             }
@@ -582,10 +614,10 @@ int make_plan(const sieve_sparse_attn_params *p, int sms, SaPlan *pl) {
     return 0;
 }
 
-template <typename E, int D, int DV, int NSPLIT, int ST>
+template <typename E, int D, int DV, int NSPLIT, int ST, bool CAUSAL>
 int launch_attn(const AttnArgs &base, const SaPlan &pl, cudaStream_t s) {
     constexpr int bytes = AttnSmem<D, DV, ST>::BYTES;
-    auto kern = sa_attn_kernel<E, D, DV, NSPLIT, ST>;
+    auto kern = sa_attn_kernel<E, D, DV, NSPLIT, ST, CAUSAL>;
     SIEVE_CUDA_TRY(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
     const unsigned chunks = (pl.G * pl.R + SA_ROWS - 1) / SA_ROWS;
     for (uint32_t g0 = 0; g0 < pl.groups; g0 += SA_GRID_Z_MAX) {
@@ -600,27 +632,27 @@ int launch_attn(const AttnArgs &base, const SaPlan &pl, cudaStream_t s) {
 
 /* The column split by the rows a CTA holds: up to 16 rows four warps share one m16 block,
  * up to 32 two warps each of two blocks, else each warp its own block. */
-template <typename E, int D, int DV>
+template <typename E, int D, int DV, bool CAUSAL>
 int launch_attn_split(const AttnArgs &a, const SaPlan &pl, cudaStream_t s) {
     /* the split fits the fullest CTA (with fewer tokens than a group: the only one) */
     const uint32_t rows = pl.rows;
     if (pl.stages == 3) {
-        if (rows <= 16) return launch_attn<E, D, DV, 4, 3>(a, pl, s);
-        if (rows <= 32) return launch_attn<E, D, DV, 2, 3>(a, pl, s);
-        return launch_attn<E, D, DV, 1, 3>(a, pl, s);
+        if (rows <= 16) return launch_attn<E, D, DV, 4, 3, CAUSAL>(a, pl, s);
+        if (rows <= 32) return launch_attn<E, D, DV, 2, 3, CAUSAL>(a, pl, s);
+        return launch_attn<E, D, DV, 1, 3, CAUSAL>(a, pl, s);
     }
-    if (rows <= 16) return launch_attn<E, D, DV, 4, 2>(a, pl, s);
-    if (rows <= 32) return launch_attn<E, D, DV, 2, 2>(a, pl, s);
-    return launch_attn<E, D, DV, 1, 2>(a, pl, s);
+    if (rows <= 16) return launch_attn<E, D, DV, 4, 2, CAUSAL>(a, pl, s);
+    if (rows <= 32) return launch_attn<E, D, DV, 2, 2, CAUSAL>(a, pl, s);
+    return launch_attn<E, D, DV, 1, 2, CAUSAL>(a, pl, s);
 }
 
-template <typename E>
+template <typename E, bool CAUSAL>
 int launch_attn_dims(const AttnArgs &a, const SaPlan &pl, uint32_t D, uint32_t DV,
                      cudaStream_t s) {
-    if (D == 64 && DV == 64) return launch_attn_split<E, 64, 64>(a, pl, s);
-    if (D == 64 && DV == 128) return launch_attn_split<E, 64, 128>(a, pl, s);
-    if (D == 128 && DV == 64) return launch_attn_split<E, 128, 64>(a, pl, s);
-    return launch_attn_split<E, 128, 128>(a, pl, s);
+    if (D == 64 && DV == 64) return launch_attn_split<E, 64, 64, CAUSAL>(a, pl, s);
+    if (D == 64 && DV == 128) return launch_attn_split<E, 64, 128, CAUSAL>(a, pl, s);
+    if (D == 128 && DV == 64) return launch_attn_split<E, 128, 64, CAUSAL>(a, pl, s);
+    return launch_attn_split<E, 128, 128, CAUSAL>(a, pl, s);
 }
 
 struct Events {
@@ -683,10 +715,10 @@ int run_queued(sieve__cuda_ctx *c, const sieve_sparse_attn_params *p, const void
     const float scale = p->scale != 0.f ? p->scale : 1.f / sqrtf((float)p->head_dim);
     AttnArgs aa{q, keys, values, d_pos, d_mask, d_count, pl.cap, p->n_queries, p->q_heads,
                 p->kv_heads, pl.R, pl.G, 0, (float)((double)scale * 1.4426950408889634),
-                out, lse, pl.nsl, (float *)(base + pl.o_part)};
+                out, lse, pl.nsl, (float *)(base + pl.o_part), p->n_keys, 0, pl.groups};
     rc = p->dtype == SIEVE_DTYPE_BF16
-             ? launch_attn_dims<__nv_bfloat16>(aa, pl, p->head_dim, p->v_dim, s)
-             : launch_attn_dims<__half>(aa, pl, p->head_dim, p->v_dim, s);
+             ? launch_attn_dims<__nv_bfloat16, false>(aa, pl, p->head_dim, p->v_dim, s)
+             : launch_attn_dims<__half, false>(aa, pl, p->head_dim, p->v_dim, s);
     if (rc) return rc;
     if (pl.nsl > 1) {
         const size_t rows = (size_t)p->n_queries * p->q_heads, n = rows * p->v_dim;
@@ -723,7 +755,118 @@ int run_queued(sieve__cuda_ctx *c, const sieve_sparse_attn_params *p, const void
     return 0;
 }
 
+/* ---- dense causal attention: the same kernel over contiguous keys */
+
+int check_causal_shape(const sieve__cuda_ctx *c, const sieve_attn_params *p) {
+    if (p->dtype != SIEVE_DTYPE_F16 && p->dtype != SIEVE_DTYPE_BF16) return SIEVE_ENOTSUP;
+    if ((p->head_dim != 64 && p->head_dim != 128) || (p->v_dim != 64 && p->v_dim != 128))
+        return SIEVE_ENOTSUP;
+    if (p->kv_heads > 65535) return SIEVE_ENOTSUP;
+    if (c && c->prop.major < 9) return SIEVE_ENOTSUP;
+    return 0;
+}
+
+/* A group is 64 / R consecutive tokens (one CTA's rows; R > 64: one token over several
+ * CTAs); slices where the CTAs are fewer than two an SM. */
+int make_causal_plan(const sieve_attn_params *p, int sms, SaPlan *pl) {
+    memset(pl, 0, sizeof *pl);
+    pl->R = p->q_heads / p->kv_heads;
+    pl->G = pl->R <= (uint32_t)SA_ROWS ? (uint32_t)SA_ROWS / pl->R : 1;
+    pl->groups = (p->n_queries + pl->G - 1) / pl->G;
+    pl->stages = 2;
+    pl->rows = (p->n_queries < pl->G ? p->n_queries : pl->G) * pl->R;
+    const uint64_t ctas = (uint64_t)(pl->G * pl->R + SA_ROWS - 1) / SA_ROWS * p->kv_heads * pl->groups;
+    const uint64_t want = 2 * (uint64_t)(sms > 0 ? sms : 132);
+    const uint64_t last = (uint64_t)p->pos0 + p->n_queries;
+    const uint64_t longest = last < p->n_keys ? last : p->n_keys;
+    const uint64_t tiles = (longest + SA_BN - 1) / SA_BN;
+    uint64_t nsl = ctas >= want ? 1 : (want + ctas - 1) / ctas;
+    if (nsl > 32) nsl = 32;
+    if (nsl > tiles) nsl = tiles;
+    pl->nsl = nsl ? (uint32_t)nsl : 1;
+    pl->o_part = 0;
+    pl->total = 0;
+    if (pl->nsl > 1) {
+        const uint64_t pb = (uint64_t)pl->nsl * p->n_queries * p->q_heads * (p->v_dim + 2) * 4;
+        if (pb > (uint64_t)(SIZE_MAX / 2)) return SIEVE_EINVAL;
+        pl->total = sieve__align_up((size_t)pb, 256);
+    }
+    return 0;
+}
+
+int run_causal_queued(sieve__cuda_ctx *c, const sieve_attn_params *p, const void *q,
+                      const void *keys, const void *values, void *scratch, size_t scratch_bytes,
+                      float *out, float *lse, double *ms) {
+    int rc = check_causal_shape(c, p);
+    if (rc) return rc;
+    if (((uintptr_t)q | (uintptr_t)keys | (uintptr_t)values) & 15) return SIEVE_ENOTSUP;
+    if ((uintptr_t)scratch & 255) return SIEVE_EINVAL;
+    SaPlan pl;
+    rc = make_causal_plan(p, c->prop.multiProcessorCount, &pl);
+    if (rc) return rc;
+    SIEVE_CUDA_TRY(cudaSetDevice(c->ordinal));
+    unsigned char *base = (unsigned char *)scratch;
+    if (pl.total) {
+        if (!base) {
+            rc = sieve__cuda_ensure_work(c, pl.total);
+            if (rc) return rc;
+            base = (unsigned char *)c->work;
+        } else if (scratch_bytes < pl.total) {
+            return SIEVE_ENOSPC;
+        }
+    }
+    Events ev;
+    rc = ev.create();
+    if (rc) return rc;
+    cudaStream_t s = c->stream;
+    SIEVE_CUDA_TRY(cudaEventRecord(ev.e[0], s));
+    const float scale = p->scale != 0.f ? p->scale : 1.f / sqrtf((float)p->head_dim);
+    AttnArgs aa{q, keys, values, nullptr, nullptr, nullptr, 0, p->n_queries, p->q_heads,
+                p->kv_heads, pl.R, pl.G, 0, (float)((double)scale * 1.4426950408889634),
+                out, lse, pl.nsl, pl.nsl > 1 ? (float *)(base + pl.o_part) : nullptr,
+                p->n_keys, p->pos0, pl.groups};
+    rc = p->dtype == SIEVE_DTYPE_BF16
+             ? launch_attn_dims<__nv_bfloat16, true>(aa, pl, p->head_dim, p->v_dim, s)
+             : launch_attn_dims<__half, true>(aa, pl, p->head_dim, p->v_dim, s);
+    if (rc) return rc;
+    if (pl.nsl > 1) {
+        const size_t rows = (size_t)p->n_queries * p->q_heads, n = rows * p->v_dim;
+        sa_merge_kernel<<<(unsigned)((n + 255) / 256), 256, 0, s>>>(aa.part, pl.nsl, rows,
+                                                                    p->v_dim, out, lse);
+        SIEVE_CUDA_LAUNCH_CHECK();
+    }
+    SIEVE_CUDA_TRY(cudaEventRecord(ev.e[1], s));
+    SIEVE_CUDA_TRY(cudaStreamSynchronize(s));
+    if (ms) *ms = ev.ms(0, 1);
+    return 0;
+}
+
 } // namespace
+
+extern "C" int sieve__cuda_causal_attn_scratch_size(void *ctx, const sieve_attn_params *p,
+                                                    size_t *bytes) {
+    const sieve__cuda_ctx *c = (const sieve__cuda_ctx *)ctx;
+    int rc = check_causal_shape(c, p);
+    if (rc) return rc;
+    SaPlan pl;
+    rc = make_causal_plan(p, c ? c->prop.multiProcessorCount : 0, &pl);
+    if (rc) return rc;
+    *bytes = pl.total;
+    return 0;
+}
+
+extern "C" int sieve__cuda_causal_attention(void *ctx, const sieve_attn_params *p, const void *q,
+                                            const void *keys, const void *values, void *scratch,
+                                            size_t scratch_bytes, float *out, float *lse,
+                                            double *ms) {
+    sieve__cuda_ctx *c = (sieve__cuda_ctx *)ctx;
+    const int rc = run_causal_queued(c, p, q, keys, values, scratch, scratch_bytes, out, lse, ms);
+    if (rc && rc != SIEVE_EINVAL && rc != SIEVE_ENOTSUP && rc != SIEVE_ENOSPC) {
+        cudaStreamSynchronize(c->stream); /* queued work may still write scratch and out */
+        cudaGetLastError();
+    }
+    return rc;
+}
 
 extern "C" int sieve__cuda_sparse_attn_scratch_size(void *ctx, const sieve_sparse_attn_params *p,
                                                     size_t *bytes) {
