@@ -4,8 +4,9 @@
  * the device: the fused indexer top-k (sieve_indexer_topk) against its materialize-then-select
  * path, with the bit-exactness check between them, the floor (the indexer's matrix FLOPs at
  * the dtype's rate, or its bytes at --bw), the recovery-path counts, a table and JSON lines.
- * Grouped sparse attention has its own file (bench_sparse_attn.c), reached as `attention
- * sparse`. Must not: touch the store or the server.
+ * Grouped sparse attention and dense causal attention have their own files
+ * (bench_sparse_attn.c, bench_dense_attn.c), reached as `attention sparse` and `attention
+ * dense`. Must not: touch the store or the server.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
@@ -38,6 +39,8 @@ static void attn_usage(FILE *f) {
             "usage: sieve-bench attention [indexer] [options]\n"
             "       sieve-bench attention sparse [options]   (grouped sparse attention; see\n"
             "                                                  sieve-bench attention sparse --help)\n"
+            "       sieve-bench attention dense [options]    (dense causal attention; see\n"
+            "                                                  sieve-bench attention dense --help)\n"
             "\n"
             "Times the fused indexer top-k of DeepSeek-style sparse attention,\n"
             "    I[t,s] = sum_h w[t,h] * relu(q[t,h] . key[s]),  the k best keys per query,\n"
@@ -301,6 +304,8 @@ int sieve_bench_attention(int argc, char **argv) {
     /* `attention sparse ...` is grouped sparse attention; `attention [indexer] ...` this */
     if (argc > 0 && !strcmp(argv[0], "sparse"))
         return sieve_bench_sparse_attention(argc - 1, argv + 1);
+    if (argc > 0 && !strcmp(argv[0], "dense"))
+        return sieve_bench_dense_attention(argc - 1, argv + 1);
     if (argc > 0 && !strcmp(argv[0], "indexer")) {
         argc--;
         argv++;

@@ -24,5 +24,7 @@ const char *bench_jnum(char buf[32], double v);
 int sieve_bench_attention(int argc, char **argv);
 /* `attention sparse` (bench_sparse_attn.c): argv after "sparse". Exit status. */
 int sieve_bench_sparse_attention(int argc, char **argv);
+/* `attention dense` (bench_dense_attn.c): argv after "dense". Exit status. */
+int sieve_bench_dense_attention(int argc, char **argv);
 
 #endif

@@ -8,10 +8,12 @@ against the keys L and against the query tokens T. With `sieve-bench attention s
 lines (--sparse, or among --sieve's), also a table of grouped against per-query sparse
 attention, the summary against its target (at least 1.5x where 16 neighbouring tokens
 overlap heavily: a group's union at most twice one token's set) and a plot of the speedup
-against the union's size (PREFIX-sparse.png).
+against the union's size (PREFIX-sparse.png). With `sieve-bench attention dense` lines (--dense,
+or among --sieve's) and `torch_attention.py dense` lines (--torch), a table of the in-house
+dense causal attention beside torch's flash and cuDNN backends.
 
 usage: bench/report_attention.py --sieve attn.json [--torch torch.json] [--sparse s.json]
-                                 [--md out.md] [--plots PREFIX]
+                                 [--dense d.json] [--md out.md] [--plots PREFIX]
 """
 import argparse
 import os
@@ -41,21 +43,26 @@ def main(argv=None):
     ap.add_argument("--sieve", required=True, help="sieve-bench attention --json lines")
     ap.add_argument("--torch", help="torch_attention.py indexer --json lines (same run)")
     ap.add_argument("--sparse", help="sieve-bench attention sparse --json lines")
+    ap.add_argument("--dense", help="sieve-bench attention dense --json lines")
     ap.add_argument("--md", help="also write the Markdown here")
     ap.add_argument("--plots", help="write PREFIX-vs-L.png and PREFIX-vs-T.png")
     a = ap.parse_args(argv)
 
-    sieve, sparse = {}, {}
-    for r in load(a.sieve) + load(a.sparse):
+    sieve, sparse, dense = {}, {}, {}
+    for r in load(a.sieve) + load(a.sparse) + load(a.dense):
+        if r.get("mode") == "attention" and r.get("kernel") == "dense" and r.get("ms") is not None:
+            dense[(r["T"], r["Hq"], r["Hkv"], r["D"])] = r
         if r.get("mode") == "attention" and r.get("kernel") == "indexer" and r.get("fused_ms") is not None:
             sieve[key(r)] = r  # the last line of a shape wins
         if r.get("mode") == "attention" and r.get("kernel") == "sparse" and r.get("grouped_ms") is not None:
             sparse[skey(r)] = r
-    torch = {}
+    torch, tdense = {}, {}
     for r in load(a.torch):
         if r.get("mode") == "indexer" and "ms" in r:
             torch[(key(r), r.get("backend", "torch"))] = r["ms"]
-    if not sieve and not sparse:
+        if r.get("mode") == "dense" and "ms" in r:
+            tdense[((r["T"], r["H"], r["H_kv"], r["D"]), r.get("backend"))] = r["ms"]
+    if not sieve and not sparse and not dense:
         print("no sieve-bench attention lines", file=sys.stderr)
         return 1
 
@@ -64,12 +71,35 @@ def main(argv=None):
     if sieve:
         bad = indexer_report(sieve, torch, out, a.plots)
     sbad = sparse_report(sparse, out, a.plots) if sparse else []
+    dbad = dense_report(dense, tdense, out) if dense else []
     text = "\n".join(out)
     print(text)
     if a.md:
         with open(a.md, "w") as f:
             f.write(text + "\n")
-    return 1 if bad or sbad else 0
+    return 1 if bad or sbad or dbad else 0
+
+
+def dense_report(dense, tdense, out):
+    """Appends the dense causal attention table; returns the shapes whose check was off."""
+    if out:
+        out.append("")
+    out.append("Dense causal attention (prefill), in-house against torch in the same run:")
+    out.append("")
+    out.append("| seq | q / kv heads | D | sieve ms | TFLOP/s | torch flash ms | torch cuDNN ms | "
+               "flash / sieve | cuDNN / sieve | floor ms | checked |")
+    out.append("|---|---|---|---|---|---|---|---|---|---|---|")
+    for kk in sorted(dense):
+        r = dense[kk]
+        fl, cu = tdense.get((kk, "flash")), tdense.get((kk, "cudnn"))
+        ms = r["ms"]
+        out.append(f"| {r['T']} | {r['Hq']} / {r['Hkv']} | {r['D']} | {fmt(ms)} | {fmt(r.get('tflops'), '.0f')} | "
+                   f"{fmt(fl, '.2f')} | {fmt(cu, '.2f')} | {fmt(fl / ms if fl else None, '.2f')} | "
+                   f"{fmt(cu / ms if cu else None, '.2f')} | {fmt(r.get('floor_ms'))} | {r.get('ok', '-')} |")
+    off = [k for k, r in dense.items() if r.get("ok") not in ("yes", "-")]
+    out.append("")
+    out.append(f"- Dense against float64 on the checked tokens: {'every shape' if not off else f'{len(off)} OFF'}.")
+    return off
 
 
 def skey(r):

@@ -637,7 +637,8 @@ static void usage(FILE *f) {
             "  knn        fused exact k-NN vs the materialized path (see sieve-bench knn --help)\n"
             "  attention  the sparse-attention kernels: the fused indexer top-k vs its\n"
             "             materialize-then-select path (see sieve-bench attention --help);\n"
-            "             `attention sparse`: grouped vs per-query sparse attention\n");
+            "             `attention sparse`: grouped vs per-query sparse attention;\n"
+            "             `attention dense`: dense causal attention (the baseline)\n");
 }
 
 int main(int argc, char **argv) {

@@ -103,6 +103,17 @@ def main():
     check(r.returncode == 1 and "1 OFF" in r.stdout, "sparse lines alone; an OFF check fails the report",
           (r.returncode, r.stdout[-200:]), (1, "1 OFF"))
 
+    # dense causal attention beside torch's flash and cuDNN lines of the same shape
+    dn = os.path.join(tmp, "dn.json")
+    write(dn, [{"mode": "attention", "kernel": "dense", "dtype": "bfloat16", "T": 8192, "L": 8192, "Hq": 32,
+                "Hkv": 8, "D": 128, "DV": 128, "ms": 2.0, "tflops": 275.0, "floor_ms": 0.75, "ok": "yes"}])
+    write(t, [{"mode": "dense", "backend": "flash", "T": 8192, "H": 32, "H_kv": 8, "D": 128, "L": 8192, "ms": 1.6},
+              {"mode": "dense", "backend": "cudnn", "T": 8192, "H": 32, "H_kv": 8, "D": 128, "L": 8192, "ms": 1.0}])
+    r = subprocess.run([sys.executable, REPORT, "--sieve", dn, "--torch", t, "--dense", dn],
+                       capture_output=True, text=True)
+    check(r.returncode == 0 and "| 8192 | 32 / 8 | 128 | 2.000 | 275 | 1.60 | 1.00 | 0.80 | 0.50 | 0.750 | yes |" in r.stdout,
+          "the dense row: sieve, both torch backends, their ratios", (r.returncode, r.stdout[-600:]), "row")
+
     write(s, [srow(2048, 131072, 2048, 10.0, 18.0, exact="MISMATCH")])
     r = subprocess.run([sys.executable, REPORT, "--sieve", s], capture_output=True, text=True)
     check(r.returncode == 1 and "1 MISMATCH" in r.stdout, "a mismatch fails the report",

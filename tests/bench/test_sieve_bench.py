@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""sieve-bench knn, attention and attention sparse on the CPU backend: their options, JSON lines and
+"""sieve-bench knn, attention, attention sparse and attention dense on the CPU backend: their options, JSON lines and
 input errors.
 
 Runs the real binary of $SIEVE_BUILD_DIR. Asserts that --help documents every option the
@@ -178,6 +178,31 @@ def main():
     rc, so, se = run(["attention", "sparse", "--device", "cpu", "--q-heads", "6", "--kv-heads", "4"])
     check(rc == 2 and "--q-heads" in se, "attention sparse: q heads not a multiple of kv heads, exit 2",
           (rc, se.strip()[:120]), (2, "--q-heads"))
+
+    # sieve-bench attention dense (the in-house dense causal attention) on the CPU: sampled
+    # tokens against float64, one JSON line per length
+    rc, so, se = run(["attention", "dense", "--help"])
+    check(rc == 0 and "--seq LIST" in so and "--check-tokens N" in so, "attention dense --help documents its options",
+          (rc, so[:200]), 0)
+    js5 = os.path.join(tmp, "dense.json")
+    rc, so, se = run(["attention", "dense", "--device", "cpu", "--q-heads", "4", "--kv-heads", "2", "--head-dim", "32",
+                      "--v-dim", "16", "--seq", "100,257", "--repeat", "1", "--warmup", "0", "--check-tokens", "3",
+                      "--json", js5])
+    if rc != 0:
+        print(so[-3000:], se[-3000:])
+    check(rc == 0, "an attention dense run on the CPU exits 0", rc, 0)
+    rows = lines(js5) if os.path.exists(js5) else []
+    check([(r["kernel"], r["T"], r["L"], r["Hq"], r["Hkv"], r["D"], r["DV"]) for r in rows]
+          == [("dense", 100, 100, 4, 2, 32, 16), ("dense", 257, 257, 4, 2, 32, 16)],
+          "one JSON line per length, the shape in it", [(r["T"], r["D"]) for r in rows], "100, 257")
+    for r in rows:
+        check(r["ok"] == "yes" and r["max_err"] < 1e-4 and r["ms"] > 0,
+              f"attention dense S={r['T']}: sampled tokens near float64, a time",
+              (r["ok"], r["max_err"], r["ms"]), "yes")
+    for bad, opt in ((["--seq", "0"], "--seq"), (["--v-dim", "x"], "--v-dim")):
+        rc, so, se = run(["attention", "dense", "--device", "cpu"] + bad)
+        check(rc == 2 and opt in se, f"attention dense {' '.join(bad)}: exit 2 naming {opt}",
+              (rc, se.strip()[:120]), (2, opt))
 
     print(f"{len(failures)} failed" if failures else "all passed")
     return 1 if failures else 0
