@@ -29,19 +29,6 @@ void sieve_attn_params_init(sieve_attn_params *p, sieve_dtype dtype, uint32_t n_
     p->scale = 0.0f; /* 1 / sqrt(head_dim) */
 }
 
-/* *out = a * b; 0 when the product does not fit in size_t. */
-static int mul_size(size_t a, size_t b, size_t *out) {
-    if (a && b > SIZE_MAX / a) return 0;
-    *out = a * b;
-    return 1;
-}
-
-/* *out = a * b * c; 0 when the product does not fit in size_t. */
-static int mul3_size(size_t a, size_t b, size_t c, size_t *out) {
-    size_t ab;
-    return mul_size(a, b, &ab) && mul_size(ab, c, out);
-}
-
 int sieve__check_attn_params(const sieve_attn_params *p) {
     if (!p) return SIEVE_EINVAL;
     const size_t esz = sieve_dtype_size(p->dtype); /* 0 for an unknown dtype */
@@ -55,12 +42,12 @@ int sieve__check_attn_params(const sieve_attn_params *p) {
     /* every array's byte size must be addressable (lse, T x Hq floats, is no larger than
      * out, T x Hq x Dv floats); pos0 is any value: it only clips the visible keys */
     size_t tq, kv, q_bytes, k_bytes, v_bytes, out_bytes;
-    if (!mul_size(p->n_queries, p->q_heads, &tq) ||
-        !mul3_size(tq, p->head_dim, esz, &q_bytes) ||
-        !mul_size(p->n_keys, p->kv_heads, &kv) ||
-        !mul3_size(kv, p->head_dim, esz, &k_bytes) ||
-        !mul3_size(kv, p->v_dim, esz, &v_bytes) ||
-        !mul3_size(tq, p->v_dim, sizeof(float), &out_bytes))
+    if (!sieve__mul_size(p->n_queries, p->q_heads, &tq) ||
+        !sieve__mul3_size(tq, p->head_dim, esz, &q_bytes) ||
+        !sieve__mul_size(p->n_keys, p->kv_heads, &kv) ||
+        !sieve__mul3_size(kv, p->head_dim, esz, &k_bytes) ||
+        !sieve__mul3_size(kv, p->v_dim, esz, &v_bytes) ||
+        !sieve__mul3_size(tq, p->v_dim, sizeof(float), &out_bytes))
         return SIEVE_EINVAL;
     return 0;
 }
@@ -106,7 +93,7 @@ int sieve_causal_attention_reference(const sieve_attn_params *p, const void *q,
     const double scale = p->scale == 0.0f ? 1.0 / sqrt((double)D) : (double)p->scale;
     /* a token sees at most n_keys keys (its scores: n_keys doubles) */
     size_t s_bytes;
-    if (!mul_size(p->n_keys, sizeof(double), &s_bytes)) return SIEVE_ENOMEM;
+    if (!sieve__mul_size(p->n_keys, sizeof(double), &s_bytes)) return SIEVE_ENOMEM;
     double *s = malloc(s_bytes);
     double *acc = malloc((size_t)Dv * sizeof *acc);
     float *qf = malloc((size_t)D * sizeof *qf);

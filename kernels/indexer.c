@@ -32,13 +32,6 @@ uint32_t sieve_indexer_visible(const sieve_indexer_params *p, uint32_t t) {
     return v < p->n_keys ? (uint32_t)v : p->n_keys;
 }
 
-/* *out = a * b; 0 when the product does not fit in size_t. */
-static int mul_size(size_t a, size_t b, size_t *out) {
-    if (a && b > SIZE_MAX / a) return 0;
-    *out = a * b;
-    return 1;
-}
-
 int sieve__check_indexer_params(const sieve_indexer_params *p) {
     if (!p) return SIEVE_EINVAL;
     const size_t esz = sieve_dtype_size(p->dtype); /* 0 for an unknown dtype */
@@ -49,10 +42,12 @@ int sieve__check_indexer_params(const sieve_indexer_params *p) {
     if (p->n_keys > (uint32_t)INT32_MAX) return SIEVE_EINVAL; /* out_idx is int32 */
     /* every array's byte size must be addressable */
     size_t th, thd, q_bytes, kd, k_bytes, tk, out_bytes, w_bytes;
-    if (!mul_size(p->n_queries, p->heads, &th) || !mul_size(th, p->head_dim, &thd) ||
-        !mul_size(thd, esz, &q_bytes) || !mul_size(th, sizeof(float), &w_bytes) ||
-        !mul_size(p->n_keys, p->head_dim, &kd) || !mul_size(kd, esz, &k_bytes) ||
-        !mul_size(p->n_queries, p->k, &tk) || !mul_size(tk, sizeof(float), &out_bytes))
+    if (!sieve__mul_size(p->n_queries, p->heads, &th) ||
+        !sieve__mul_size(th, p->head_dim, &thd) || !sieve__mul_size(thd, esz, &q_bytes) ||
+        !sieve__mul_size(th, sizeof(float), &w_bytes) ||
+        !sieve__mul_size(p->n_keys, p->head_dim, &kd) || !sieve__mul_size(kd, esz, &k_bytes) ||
+        !sieve__mul_size(p->n_queries, p->k, &tk) ||
+        !sieve__mul_size(tk, sizeof(float), &out_bytes))
         return SIEVE_EINVAL;
     return 0;
 }

@@ -513,14 +513,15 @@ int sieve_indexer_reference(const sieve_indexer_params *p, const void *q, const 
  * tiles of the list, the CPU in two passes, maximum first). CUDA rounds the probabilities
  * to the storage dtype before the probability-value product (as flash attention does;
  * float32 sums), so its out differs from the float64 reference by up to about 2^-8
- * (bfloat16) or 2^-11 (float16) times the largest |value| a token reads, plus the dots'
+ * (bfloat16) or 2^-10 (float16) times the largest |value| a token reads, plus the dots'
  * float32 error; the CPU keeps float32 probabilities, and its answer is bit-identical for
- * every group and thread count. q, keys and values should be finite (an infinity or NaN
- * makes the rows that read it NaN).
+ * every group and thread count. q, keys and values should be finite: an infinity or NaN
+ * makes the rows that read it NaN, and on CUDA also rows that share its tile without
+ * reading it (the other tokens of its group; 0 x NaN in the probability-value product).
  *
  * CUDA: compute capability 9.0 or newer (built for sm_90a, PTX beyond), float16 and
- * bfloat16, head_dim and v_dim 64 or 128, kv_heads at most 65,535, q, keys and values
- * 16-byte aligned (SIEVE_ENOTSUP otherwise). The CPU takes every
+ * bfloat16, head_dim and v_dim 64 or 128, kv_heads at most 65,535, q_heads / kv_heads at
+ * most 4,096, q, keys and values 16-byte aligned (SIEVE_ENOTSUP otherwise). The CPU takes every
  * dtype and shape, and computes each token's set directly (group only shapes the GPU's
  * work; the CPU's stats still count the unions). */
 
@@ -595,7 +596,8 @@ int sieve_sparse_attention_reference(const sieve_sparse_attn_params *p, const vo
  * sieve_sparse_attention (CUDA rounds the probabilities to the storage dtype before the
  * product with the values; the CPU keeps float32). CUDA: as sieve_sparse_attention (compute
  * capability 9.0 or newer, float16 and bfloat16, head_dim and v_dim 64 or 128, kv_heads at
- * most 65,535, 16-byte aligned arrays); the CPU takes every dtype and shape. */
+ * most 65,535, q_heads / kv_heads at most 4,096, 16-byte aligned arrays; a non-finite input
+ * may also make other rows of its 64-key tile NaN); the CPU takes every dtype and shape. */
 
 typedef struct sieve_attn_params {
     sieve_dtype dtype;          /* of q, keys and values */

@@ -8,6 +8,7 @@
 #define SIEVE_KERNELS_INTERNAL_H
 
 #include <math.h>
+#include <stdint.h>
 
 #include "sieve_kernels.h"
 
@@ -90,6 +91,18 @@ int sieve__cuda_fill_normal(void *ctx, void *dst, sieve_dtype dtype, size_t n, u
                             float scale);
 int sieve__cuda_row_sqnorms(void *ctx, sieve_dtype dtype, const void *rows, uint64_t n_rows,
                             uint32_t dim, float *out);
+
+/* *out = a * b, or 0 (and *out untouched) where the product does not fit in size_t: the
+ * argument checks' array sizes. */
+static inline int sieve__mul_size(size_t a, size_t b, size_t *out) {
+    if (a && b > SIZE_MAX / a) return 0;
+    *out = a * b;
+    return 1;
+}
+static inline int sieve__mul3_size(size_t a, size_t b, size_t c, size_t *out) {
+    size_t ab;
+    return sieve__mul_size(a, b, &ab) && sieve__mul_size(ab, c, out);
+}
 
 /* ---- the indexer top-k (kernels/indexer.c checks the arguments and dispatches) */
 

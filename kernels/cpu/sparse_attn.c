@@ -275,7 +275,6 @@ int sieve__cpu_sparse_attention(const sieve_device *dev, const sieve_sparse_attn
                                 const int32_t *idx, float *out, float *lse,
                                 sieve_sparse_attn_stats *stats) {
     const double t_start = sieve__now_ms();
-    if (stats) memset(stats, 0, sizeof *stats);
     const uint32_t T = p->n_queries;
     uint32_t W = dev->threads ? dev->threads : 1;
     if (W > T) W = T;

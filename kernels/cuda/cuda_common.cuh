@@ -56,6 +56,36 @@ static inline int sieve__cuda_fail(cudaError_t e, const char *what, const char *
         }                                                                           \
     } while (0)
 
+/* N CUDA events for timing the phases of one call; destroyed with the object. */
+template <int N>
+struct sieve__cuda_events {
+    cudaEvent_t e[N] = {};
+    sieve__cuda_events() = default;
+    sieve__cuda_events(const sieve__cuda_events &) = delete;
+    sieve__cuda_events &operator=(const sieve__cuda_events &) = delete;
+    ~sieve__cuda_events() {
+        for (auto &x : e)
+            if (x) cudaEventDestroy(x);
+    }
+    /* 0, or SIEVE_EDEVICE / SIEVE_ENOMEM (reported) */
+    int create() {
+        for (auto &x : e) {
+            const cudaError_t r = cudaEventCreate(&x);
+            if (r != cudaSuccess) {
+                cudaGetLastError();
+                return sieve__cuda_fail(r, "cudaEventCreate", __FILE__, __LINE__);
+            }
+        }
+        return 0;
+    }
+    /* milliseconds from event a to event b, 0 where they cannot be read */
+    float ms(int a, int b) const {
+        float v = 0.f;
+        if (cudaEventElapsedTime(&v, e[a], e[b]) != cudaSuccess) return 0.f;
+        return v;
+    }
+};
+
 /* After every launch: catches launch-configuration errors. */
 #define SIEVE_CUDA_LAUNCH_CHECK() SIEVE_CUDA_TRY(cudaGetLastError())
 

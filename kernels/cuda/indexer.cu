@@ -788,22 +788,7 @@ int materialize_rows(sieve__cuda_ctx *c, const sieve_indexer_params *p, const Ix
     return 0;
 }
 
-struct Events {
-    cudaEvent_t e[4] = {nullptr, nullptr, nullptr, nullptr};
-    ~Events() {
-        for (auto &x : e)
-            if (x) cudaEventDestroy(x);
-    }
-    int create() {
-        for (auto &x : e) SIEVE_CUDA_TRY(cudaEventCreate(&x));
-        return 0;
-    }
-    float ms(int a, int b) const {
-        float v = 0.f;
-        if (cudaEventElapsedTime(&v, e[a], e[b]) != cudaSuccess) return 0.f;
-        return v;
-    }
-};
+using Events = sieve__cuda_events<4>;
 
 int run_topk_queued(sieve__cuda_ctx *c, const sieve_indexer_params *p, bool materialized, const void *q,
              const void *keys, const float *w, void *scratch, size_t scratch_bytes,

@@ -58,6 +58,7 @@ constexpr int SA_BN = 64;           /* list slots a tile */
 constexpr int SA_THREADS = 128;     /* 4 warps */
 constexpr int SA_ROWS = 64;         /* rows a CTA */
 constexpr unsigned SA_GRID_Z_MAX = 65535;
+constexpr uint32_t SA_MAX_R = 4096; /* query heads a kv head (a group's rows fit 32 bits) */
 
 /* ---------------------------------------------------------------- unions */
 
@@ -253,9 +254,12 @@ sa_attn_kernel(AttnArgs a) {
      * the tail of the grid */
     const uint32_t g = CAUSAL ? a.ngroups - 1 - (a.group0 + blockIdx.z) : a.group0 + blockIdx.z;
     const uint32_t kvh = blockIdx.y;
-    const uint32_t rows_total = a.G * a.R;
+    /* the group's rows: its tokens (fewer than G in the last group) x R */
+    const uint32_t tokens = a.T - g * a.G < a.G ? a.T - g * a.G : a.G;
+    const uint32_t rows_total = tokens * a.R;
     const uint32_t slice = blockIdx.x % a.nsl;
     const uint32_t row0 = blockIdx.x / a.nsl * SA_ROWS;
+    if (row0 >= rows_total) return; /* a row chunk past a short group: nothing to compute */
     const uint32_t nrows = rows_total - row0 < (uint32_t)SA_ROWS ? rows_total - row0 : SA_ROWS;
     const uint32_t nblk = (nrows + 15) / 16;
     const uint32_t blk = warp / NSPLIT, split = warp % NSPLIT;
@@ -580,6 +584,7 @@ int check_shape(const sieve__cuda_ctx *c, const sieve_sparse_attn_params *p) {
     if ((p->head_dim != 64 && p->head_dim != 128) || (p->v_dim != 64 && p->v_dim != 128))
         return SIEVE_ENOTSUP;
     if (p->kv_heads > 65535) return SIEVE_ENOTSUP; /* the grid's y */
+    if (p->q_heads / p->kv_heads > SA_MAX_R) return SIEVE_ENOTSUP; /* rows a group */
     if (c && c->prop.major < 9) return SIEVE_ENOTSUP;
     return 0;
 }
@@ -599,7 +604,8 @@ int make_plan(const sieve_sparse_attn_params *p, int sms, SaPlan *pl) {
     /* Slices: with fewer CTAs than two an SM, each list is cut into slices of whole tiles
      * (at most 32, at least a tile each) whose partial results a merge kernel combines. */
     pl->rows = (p->n_queries < pl->G ? p->n_queries : pl->G) * pl->R;
-    const uint64_t ctas = (uint64_t)(pl->G * pl->R + SA_ROWS - 1) / SA_ROWS * p->kv_heads * pl->groups;
+    /* CTAs with rows: the fullest group's row chunks (a short group's extra chunks exit) */
+    const uint64_t ctas = ((uint64_t)pl->rows + SA_ROWS - 1) / SA_ROWS * p->kv_heads * pl->groups;
     const uint64_t want = 2 * (uint64_t)(sms > 0 ? sms : 132);
     const uint64_t tiles = (pl->cap + SA_BN - 1) / SA_BN;
     uint64_t nsl = ctas >= want ? 1 : (want + ctas - 1) / ctas;
@@ -668,22 +674,7 @@ int launch_attn_dims(const AttnArgs &a, const SaPlan &pl, uint32_t D, uint32_t D
     return launch_attn_split<E, 128, 128, CAUSAL>(a, pl, s);
 }
 
-struct Events {
-    cudaEvent_t e[3] = {nullptr, nullptr, nullptr};
-    ~Events() {
-        for (auto &x : e)
-            if (x) cudaEventDestroy(x);
-    }
-    int create() {
-        for (auto &x : e) SIEVE_CUDA_TRY(cudaEventCreate(&x));
-        return 0;
-    }
-    float ms(int a, int b) const {
-        float v = 0.f;
-        if (cudaEventElapsedTime(&v, e[a], e[b]) != cudaSuccess) return 0.f;
-        return v;
-    }
-};
+using Events = sieve__cuda_events<3>;
 
 int run_queued(sieve__cuda_ctx *c, const sieve_sparse_attn_params *p, const void *q,
                const void *keys, const void *values, const int32_t *idx, void *scratch,
@@ -775,6 +766,7 @@ int check_causal_shape(const sieve__cuda_ctx *c, const sieve_attn_params *p) {
     if ((p->head_dim != 64 && p->head_dim != 128) || (p->v_dim != 64 && p->v_dim != 128))
         return SIEVE_ENOTSUP;
     if (p->kv_heads > 65535) return SIEVE_ENOTSUP;
+    if (p->q_heads / p->kv_heads > SA_MAX_R) return SIEVE_ENOTSUP; /* rows a group */
     if (c && c->prop.major < 9) return SIEVE_ENOTSUP;
     return 0;
 }
@@ -790,7 +782,8 @@ int make_causal_plan(const sieve_attn_params *p, int sms, SaPlan *pl) {
     const char *st = getenv("SIEVE_CUDA_SA_STAGES");
     pl->stages = st && !strcmp(st, "2") ? 2 : 3;
     pl->rows = (p->n_queries < pl->G ? p->n_queries : pl->G) * pl->R;
-    const uint64_t ctas = (uint64_t)(pl->G * pl->R + SA_ROWS - 1) / SA_ROWS * p->kv_heads * pl->groups;
+    /* CTAs with rows: the fullest group's row chunks (a short group's extra chunks exit) */
+    const uint64_t ctas = ((uint64_t)pl->rows + SA_ROWS - 1) / SA_ROWS * p->kv_heads * pl->groups;
     const uint64_t want = 2 * (uint64_t)(sms > 0 ? sms : 132);
     const uint64_t last = (uint64_t)p->pos0 + p->n_queries;
     const uint64_t longest = last < p->n_keys ? last : p->n_keys;

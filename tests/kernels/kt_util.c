@@ -376,3 +376,45 @@ void kt_check_reference(const sieve_matrix *m, const float *queries, uint32_t nq
     free(a);
     free(b);
 }
+
+kt_attend_result kt_attend64(const float *qh, const float *kf, const float *vf, uint32_t kv_heads,
+                             uint32_t g, uint32_t D, uint32_t Dv, double scale,
+                             const uint32_t *set, uint32_t n, double *out) {
+    const double u = 0x1.0p-24;
+    kt_attend_result r = {-INFINITY, 0.0, 0.0};
+    for (uint32_t v = 0; v < Dv; v++) out[v] = 0.0;
+    if (n == 0) return r;
+    double *s = malloc(n * sizeof *s), *b = malloc(n * sizeof *b);
+    cr_assert(s && b);
+    double M = -INFINITY, V = 0.0;
+    for (uint32_t j = 0; j < n; j++) {
+        const size_t key = set ? set[j] : j;
+        const float *kj = kf + (key * kv_heads + g) * D;
+        double dot = 0.0, ab = 0.0;
+        for (uint32_t d = 0; d < D; d++) {
+            dot += (double)qh[d] * kj[d];
+            ab += fabs((double)qh[d] * kj[d]);
+        }
+        s[j] = scale * dot;
+        b[j] = ab;
+        M = fmax(M, s[j]);
+        const float *vj = vf + (key * kv_heads + g) * Dv;
+        for (uint32_t v = 0; v < Dv; v++) V = fmax(V, fabs((double)vj[v]));
+    }
+    double l = 0.0;
+    for (uint32_t j = 0; j < n; j++) l += exp(s[j] - M);
+    double W = 0.0;
+    for (uint32_t j = 0; j < n; j++) {
+        const double w = exp(s[j] - M) / l;
+        const size_t key = set ? set[j] : j;
+        const float *vj = vf + (key * kv_heads + g) * Dv;
+        for (uint32_t v = 0; v < Dv; v++) out[v] += w * vj[v];
+        W += w * (fabs(scale) * (D + 4) * u * b[j] + u * (M - s[j]) + 2.0 * u);
+    }
+    r.lse = M + log(l);
+    r.tol_out = V * (2.5 * W + (2.0 * n + 8.0) * u);
+    r.tol_lse = 1.5 * W + (n + 8.0) * u + 2.0 * u * (fabs(r.lse) + log((double)n) + 1.0);
+    free(s);
+    free(b);
+    return r;
+}

@@ -77,4 +77,18 @@ void kt_check_reference(const sieve_matrix *m, const float *queries, uint32_t nq
                         sieve_metric metric, uint32_t k, const int64_t *rows,
                         const float *scores, const uint32_t *counts, const char *what);
 
+/* The float64 attention of one query head (qh: D floats) over keys set[0 .. n) of kv head g
+ * (set NULL: keys 0 .. n - 1) of kf (rows of kv_heads x D floats) and vf (kv_heads x Dv),
+ * scale applied to the dots, into out (Dv doubles); n == 0 gives out 0 and lse -inf. Also
+ * the error bounds of a float32 computation in the CPU backends' order (u = 2^-24; per key
+ * e_j = |scale| (D + 4) u sum_d |q k| + u (max - s_j) + 2 u, W = sum_j w_j e_j, V the
+ * largest |value| read): tol_out = V (2.5 W + (2n + 8) u), tol_lse = 1.5 W + (n + 8) u +
+ * 2 u (|lse| + log n + 1). Independent of the code under test. */
+typedef struct kt_attend_result {
+    double lse, tol_out, tol_lse;
+} kt_attend_result;
+kt_attend_result kt_attend64(const float *qh, const float *kf, const float *vf, uint32_t kv_heads,
+                             uint32_t g, uint32_t D, uint32_t Dv, double scale,
+                             const uint32_t *set, uint32_t n, double *out);
+
 #endif

@@ -147,51 +147,16 @@ static void prob_random(aprob *pr, const sieve_attn_params *p, float vscale, uin
 
 /* ---------------------------------------------------------------- the test's own float64 */
 
-typedef struct own_result {
-    double lse, tol_out, tol_lse;
-} own_result;
+typedef kt_attend_result own_result;
 
 /* The test's float64 attention of head h of token t over keys 0 .. n - 1, and the bounds
- * of the file comment. */
+ * of the file comment (kt_attend64). */
 static own_result own_attend(const aprob *pr, uint32_t t, uint32_t h, uint32_t n, double *out) {
     const sieve_attn_params *p = &pr->p;
-    const uint32_t D = p->head_dim, Dv = p->v_dim, Hkv = p->kv_heads;
-    const uint32_t g = h / (p->q_heads / Hkv);
-    const double scale = p->scale == 0.0f ? 1.0 / sqrt((double)D) : (double)p->scale;
-    const float *qh = pr->qf + ((size_t)t * p->q_heads + h) * D;
-    double *s = malloc(n * sizeof *s), *b = malloc(n * sizeof *b);
-    cr_assert(s && b);
-    double M = -INFINITY, V = 0.0;
-    for (uint32_t j = 0; j < n; j++) {
-        const float *kj = pr->kf + ((size_t)j * Hkv + g) * D;
-        double dot = 0.0, ab = 0.0;
-        for (uint32_t d = 0; d < D; d++) {
-            dot += (double)qh[d] * kj[d];
-            ab += fabs((double)qh[d] * kj[d]);
-        }
-        s[j] = scale * dot;
-        b[j] = ab;
-        M = fmax(M, s[j]);
-        const float *vj = pr->vf + ((size_t)j * Hkv + g) * Dv;
-        for (uint32_t v = 0; v < Dv; v++) V = fmax(V, fabs((double)vj[v]));
-    }
-    for (uint32_t v = 0; v < Dv; v++) out[v] = 0.0;
-    double l = 0.0;
-    for (uint32_t j = 0; j < n; j++) l += exp(s[j] - M);
-    double W = 0.0;
-    for (uint32_t j = 0; j < n; j++) {
-        const double w = exp(s[j] - M) / l;
-        const float *vj = pr->vf + ((size_t)j * Hkv + g) * Dv;
-        for (uint32_t v = 0; v < Dv; v++) out[v] += w * vj[v];
-        W += w * (fabs(scale) * (D + 4) * U32 * b[j] + U32 * (M - s[j]) + 2.0 * U32);
-    }
-    own_result r;
-    r.lse = M + log(l);
-    r.tol_out = V * (2.5 * W + (2.0 * n + 8.0) * U32);
-    r.tol_lse = 1.5 * W + (n + 8.0) * U32 + 2.0 * U32 * (fabs(r.lse) + log((double)n) + 1.0);
-    free(s);
-    free(b);
-    return r;
+    const double scale = p->scale == 0.0f ? 1.0 / sqrt((double)p->head_dim) : (double)p->scale;
+    return kt_attend64(pr->qf + ((size_t)t * p->q_heads + h) * p->head_dim, pr->kf, pr->vf,
+                       p->kv_heads, h / (p->q_heads / p->kv_heads), p->head_dim, p->v_dim, scale,
+                       NULL, n, out);
 }
 
 /* ---------------------------------------------------------------- running */

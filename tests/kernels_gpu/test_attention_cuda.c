@@ -26,6 +26,7 @@ typedef struct acase {
     sieve_dtype dtype;
     uint32_t T, Hq, Hkv, D, DV, L, pos0;
     float qscale;
+    float scale; /* the softmax scale (0: 1 / sqrt(head_dim)) */
 } acase;
 
 static double elem(const void *a, sieve_dtype dt, size_t i) {
@@ -58,6 +59,7 @@ static void run_case(const acase *c, uint64_t seed) {
     sieve_attn_params p;
     sieve_attn_params_init(&p, c->dtype, c->T, c->Hq, c->Hkv, c->D, c->DV, c->L);
     p.pos0 = c->pos0;
+    p.scale = c->scale;
     cr_assert_eq(sieve_causal_attention_reference(&p, hq, hk, hv, rout, rlse), 0, "%s", desc);
     cr_assert_eq(sieve_causal_attention(cpu, &p, hq, hk, hv, NULL, 0, cout, clse, NULL), 0);
 
@@ -81,7 +83,7 @@ static void run_case(const acase *c, uint64_t seed) {
     cr_assert_eq(sieve_device_download(gpu, lse, dlse, nl * 4), 0);
 
     const double u = c->dtype == SIEVE_DTYPE_BF16 ? 0x1p-9 : 0x1p-11;
-    const double scale = (double)(1.0f / sqrtf((float)c->D));
+    const double scale = fabs(c->scale != 0.0f ? (double)c->scale : 1.0 / sqrt((double)c->D));
     const uint32_t R = c->Hq / c->Hkv;
     for (uint32_t t = 0; t < c->T; t++) {
         const uint64_t v64 = (uint64_t)c->pos0 + t + 1;
@@ -138,47 +140,56 @@ static void run_case(const acase *c, uint64_t seed) {
 /* A prefill, GQA 32/8 (16 tokens a CTA), T not a multiple of 16. */
 Test(attention_cuda, prefill_gqa_bf16) {
     SKIP_WITHOUT_GPU();
-    acase c = {SIEVE_DTYPE_BF16, 333, 32, 8, 128, 128, 333, 0, 1.0f};
+    acase c = {SIEVE_DTYPE_BF16, 333, 32, 8, 128, 128, 333, 0, 1.0f, 0.0f};
     run_case(&c, 11);
 }
 
 /* A chunk of a longer prefill (pos0 > 0), 8 heads a kv head, head_dim 64, v_dim 128. */
 Test(attention_cuda, chunk_f16) {
     SKIP_WITHOUT_GPU();
-    acase c = {SIEVE_DTYPE_F16, 150, 16, 2, 64, 128, 1400, 1000, 1.0f};
+    acase c = {SIEVE_DTYPE_F16, 150, 16, 2, 64, 128, 1400, 1000, 1.0f, 0.0f};
     run_case(&c, 12);
 }
 
 /* Queries past the last key (rows clipped at n_keys); one head a kv head (64 tokens a CTA). */
 Test(attention_cuda, clipped_mha_bf16) {
     SKIP_WITHOUT_GPU();
-    acase c = {SIEVE_DTYPE_BF16, 200, 2, 2, 64, 64, 700, 600, 1.0f};
+    acase c = {SIEVE_DTYPE_BF16, 200, 2, 2, 64, 64, 700, 600, 1.0f, 0.0f};
     run_case(&c, 13);
 }
 
 /* 64 and 128 query heads on one kv head (a token fills one or two CTAs), v_dim 64. */
 Test(attention_cuda, many_heads_f16) {
     SKIP_WITHOUT_GPU();
-    acase a = {SIEVE_DTYPE_F16, 40, 64, 1, 128, 64, 900, 500, 1.0f};
+    acase a = {SIEVE_DTYPE_F16, 40, 64, 1, 128, 64, 900, 500, 1.0f, 0.0f};
     run_case(&a, 14);
-    acase b = {SIEVE_DTYPE_BF16, 9, 128, 1, 64, 64, 300, 0, 1.0f};
+    acase b = {SIEVE_DTYPE_BF16, 9, 128, 1, 64, 64, 300, 0, 1.0f, 0.0f};
     run_case(&b, 15);
 }
 
 /* Decode-size calls: the keys split over several thread blocks and merged. */
 Test(attention_cuda, decode_slices_bf16) {
     SKIP_WITHOUT_GPU();
-    acase a = {SIEVE_DTYPE_BF16, 1, 32, 8, 128, 128, 6000, 5999, 1.0f};
+    acase a = {SIEVE_DTYPE_BF16, 1, 32, 8, 128, 128, 6000, 5999, 1.0f, 0.0f};
     run_case(&a, 16);
-    acase b = {SIEVE_DTYPE_F16, 5, 8, 8, 64, 64, 4099, 4090, 1.0f};
+    acase b = {SIEVE_DTYPE_F16, 5, 8, 8, 64, 64, 4099, 4090, 1.0f, 0.0f};
     run_case(&b, 17);
 }
 
 /* Scaled scores in the tens to hundreds. */
 Test(attention_cuda, large_scores_bf16) {
     SKIP_WITHOUT_GPU();
-    acase c = {SIEVE_DTYPE_BF16, 64, 8, 2, 128, 128, 500, 436, 80.0f};
+    acase c = {SIEVE_DTYPE_BF16, 64, 8, 2, 128, 128, 500, 436, 80.0f, 0.0f};
     run_case(&c, 18);
+}
+
+/* Explicit scales, one negative (the softmax then favours the smallest dots). */
+Test(attention_cuda, explicit_scales_f16) {
+    SKIP_WITHOUT_GPU();
+    acase a = {SIEVE_DTYPE_F16, 70, 16, 4, 128, 64, 300, 230, 1.0f, -0.15f};
+    run_case(&a, 19);
+    acase b = {SIEVE_DTYPE_BF16, 130, 8, 8, 64, 128, 130, 0, 1.0f, 0.3f};
+    run_case(&b, 20);
 }
 
 Test(attention_cuda, errors) {
@@ -197,8 +208,10 @@ Test(attention_cuda, errors) {
     p.q_heads = 6; /* not a multiple of 4 kv heads */
     p.kv_heads = 4;
     cr_assert_eq(sieve_causal_attn_scratch_size(gpu, &p, &sb), SIEVE_EINVAL);
-    p.q_heads = 4;
+    p.q_heads = 8192; /* more than 4,096 query heads a kv head */
     p.kv_heads = 1;
+    cr_assert_eq(sieve_causal_attn_scratch_size(gpu, &p, &sb), SIEVE_ENOTSUP);
+    p.q_heads = 4;
     void *dq, *dk, *dv, *dout;
     cr_assert_eq(sieve_device_alloc(gpu, 4 * 4 * 128 * 2 + 64, &dq), 0);
     cr_assert_eq(sieve_device_alloc(gpu, 100 * 128 * 2 + 64, &dk), 0);

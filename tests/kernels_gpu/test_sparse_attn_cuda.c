@@ -1,6 +1,6 @@
 /* test_sparse_attn_cuda.c: CUDA grouped sparse attention against the float64 reference (up to
  * the bound sieve_kernels.h states: the probabilities rounded to the storage dtype, plus
- * the float32 dots), grouped against per-query (group 1) on one device, the CPU backend's
+ * the float32 dots) for every group size run (group 1 is per-query), the CPU backend's
  * union statistics against the GPU's, on overlapping, disjoint, padded, duplicated, empty
  * and out-of-range rows, every row/column split of the kernel, positions past one union
  * window, and large scores. Skips, saying so, where no CUDA device is visible. */
@@ -36,6 +36,7 @@ typedef struct scase {
     idx_kind kind;
     float qscale;      /* multiplies q (large scores) */
     uint32_t groups[4]; /* groups to run (0 ends the list); each is compared with the reference */
+    float scale;       /* the softmax scale (0: 1 / sqrt(head_dim)) */
 } scase;
 
 static double elem(const void *a, sieve_dtype dt, size_t i) {
@@ -90,7 +91,7 @@ static void check_against_ref(const scase *c, uint32_t G, const void *q, const v
                               const void *vals, const int32_t *idx, const float *out,
                               const float *lse, const double *rout, const double *rlse) {
     const double u = c->dtype == SIEVE_DTYPE_BF16 ? 0x1p-9 : 0x1p-11;
-    const double scale = (double)(1.0f / sqrtf((float)c->D));
+    const double scale = fabs(c->scale != 0.0f ? (double)c->scale : 1.0 / sqrt((double)c->D));
     const uint32_t R = c->Hq / c->Hkv;
     for (uint32_t t = 0; t < c->T; t++) {
         const int32_t *row = idx + (size_t)t * c->k;
@@ -155,6 +156,7 @@ static void run_case(const scase *c, uint64_t seed) {
 
     sieve_sparse_attn_params p;
     sieve_sparse_attn_params_init(&p, c->dtype, c->T, c->Hq, c->Hkv, c->D, c->DV, c->L, c->k);
+    p.scale = c->scale;
     double *rout = malloc(no * 8), *rlse = malloc(nl * 8);
     float *out = malloc(no * 4), *lse = malloc(nl * 4), *cout = malloc(no * 4),
           *clse = malloc(nl * 4);
@@ -199,6 +201,17 @@ static void run_case(const scase *c, uint64_t seed) {
                      (unsigned long long)gs.union_entries, (unsigned long long)cs.union_entries);
         cr_assert(gs.union_entries <= gs.member_entries);
         if (G == 1) cr_assert_eq(gs.union_entries, gs.member_entries);
+        if (gi == 0) {
+            /* without lse and stats: the same outputs bit for bit */
+            float *out2 = malloc(no * 4);
+            cr_assert(out2);
+            cr_assert_eq(sieve_sparse_attention(gpu, &p, dq, dk, dv, di, scratch, sb, dout, NULL,
+                                                NULL),
+                         0);
+            cr_assert_eq(sieve_device_download(gpu, out2, dout, no * 4), 0);
+            cr_assert(memcmp(out, out2, no * 4) == 0, "group %u: out without lse differs", G);
+            free(out2);
+        }
         if (scratch) sieve_device_free(gpu, scratch);
     }
     sieve_device_free(gpu, dq);
@@ -226,7 +239,7 @@ static void run_case(const scase *c, uint64_t seed) {
 Test(sparse_attn_cuda, gqa_overlap_bf16) {
     SKIP_WITHOUT_GPU();
     scase c = {SIEVE_DTYPE_BF16, 100, 32, 8, 128, 128, 5000, 256, IDX_OVERLAP, 1.0f,
-               {16, 1, 0}};
+               {16, 1, 0}, 0.0f};
     run_case(&c, 101);
 }
 
@@ -234,7 +247,7 @@ Test(sparse_attn_cuda, gqa_overlap_bf16) {
  * two row blocks at group 4 (2-way column split), three at group 6 (one warp idle). */
 Test(sparse_attn_cuda, rows_and_splits_f16) {
     SKIP_WITHOUT_GPU();
-    scase c = {SIEVE_DTYPE_F16, 45, 8, 1, 64, 128, 3001, 200, IDX_CAUSAL, 1.0f, {16, 4, 6, 1}};
+    scase c = {SIEVE_DTYPE_F16, 45, 8, 1, 64, 128, 3001, 200, IDX_CAUSAL, 1.0f, {16, 4, 6, 1}, 0.0f};
     run_case(&c, 202);
 }
 
@@ -243,21 +256,21 @@ Test(sparse_attn_cuda, rows_and_splits_f16) {
 Test(sparse_attn_cuda, disjoint_group32_bf16) {
     SKIP_WITHOUT_GPU();
     scase c = {SIEVE_DTYPE_BF16, 70, 4, 4, 128, 64, 20000, 96, IDX_DISJOINT, 1.0f,
-               {32, 16, 3, 1}};
+               {32, 16, 3, 1}, 0.0f};
     run_case(&c, 303);
 }
 
 /* Padding, out-of-range entries, repeats and empty rows. */
 Test(sparse_attn_cuda, messy_rows_f16) {
     SKIP_WITHOUT_GPU();
-    scase c = {SIEVE_DTYPE_F16, 64, 16, 2, 64, 64, 777, 64, IDX_MESSY, 1.0f, {16, 1, 5, 0}};
+    scase c = {SIEVE_DTYPE_F16, 64, 16, 2, 64, 64, 777, 64, IDX_MESSY, 1.0f, {16, 1, 5, 0}, 0.0f};
     run_case(&c, 404);
 }
 
 /* Positions past one union window (2^18): the union is built in two passes. */
 Test(sparse_attn_cuda, two_windows_bf16) {
     SKIP_WITHOUT_GPU();
-    scase c = {SIEVE_DTYPE_BF16, 40, 2, 1, 64, 64, 300007, 128, IDX_OVERLAP, 1.0f, {16, 1, 0}};
+    scase c = {SIEVE_DTYPE_BF16, 40, 2, 1, 64, 64, 300007, 128, IDX_OVERLAP, 1.0f, {16, 1, 0}, 0.0f};
     run_case(&c, 505);
 }
 
@@ -266,7 +279,7 @@ Test(sparse_attn_cuda, two_windows_bf16) {
 Test(sparse_attn_cuda, large_scores_bf16) {
     SKIP_WITHOUT_GPU();
     scase c = {SIEVE_DTYPE_BF16, 32, 8, 2, 128, 128, 4096, 300, IDX_OVERLAP, 80.0f,
-               {16, 1, 0}};
+               {16, 1, 0}, 0.0f};
     run_case(&c, 606);
 }
 
@@ -274,10 +287,32 @@ Test(sparse_attn_cuda, large_scores_bf16) {
  * sequence, its last tile partial). */
 Test(sparse_attn_cuda, tiny_shapes) {
     SKIP_WITHOUT_GPU();
-    scase a = {SIEVE_DTYPE_F16, 1, 1, 1, 64, 64, 10, 1, IDX_OVERLAP, 1.0f, {16, 1, 0}};
+    scase a = {SIEVE_DTYPE_F16, 1, 1, 1, 64, 64, 10, 1, IDX_OVERLAP, 1.0f, {16, 1, 0}, 0.0f};
     run_case(&a, 707);
-    scase b = {SIEVE_DTYPE_BF16, 20, 4, 1, 128, 64, 70, 200, IDX_DISJOINT, 1.0f, {16, 1, 0}};
+    scase b = {SIEVE_DTYPE_BF16, 20, 4, 1, 128, 64, 70, 200, IDX_DISJOINT, 1.0f, {16, 1, 0}, 0.0f};
     run_case(&b, 708);
+}
+
+/* Few keys a token (k = 6, disjoint sets), so each output is a mix of a handful of value
+ * rows and a value row read for the wrong slot moves it far past the bound; a negative
+ * explicit scale. */
+Test(sparse_attn_cuda, value_path_small_sets_bf16) {
+    SKIP_WITHOUT_GPU();
+    scase c = {SIEVE_DTYPE_BF16, 50, 8, 2, 128, 64, 3000, 6, IDX_DISJOINT, 1.0f, {16, 1, 0},
+               -0.2f};
+    run_case(&c, 808);
+}
+
+/* 128 query heads on one kv head (a token's rows over two CTAs) in groups of 2, T = 5 (the
+ * last group one token: its second row chunk has no rows); 16 heads a kv head with fewer
+ * tokens than a group (three of four row chunks empty); an explicit scale. */
+Test(sparse_attn_cuda, many_heads_short_groups_f16) {
+    SKIP_WITHOUT_GPU();
+    scase a = {SIEVE_DTYPE_F16, 5, 128, 1, 64, 64, 900, 40, IDX_OVERLAP, 1.0f, {2, 1, 0}, 0.1f};
+    run_case(&a, 909);
+    scase b = {SIEVE_DTYPE_BF16, 3, 64, 4, 128, 128, 2000, 100, IDX_OVERLAP, 1.0f, {16, 1, 0},
+               0.0f};
+    run_case(&b, 910);
 }
 
 /* Unsupported shapes and bad arguments: errors, nothing written. */
@@ -297,6 +332,10 @@ Test(sparse_attn_cuda, errors) {
     cr_assert_eq(sieve_device_alloc(gpu, 16 * 32 * 4, &di), 0);
     cr_assert_eq(sieve_device_alloc(gpu, 16 * 4 * 128 * 4, &dout), 0);
     cr_assert_eq(sieve_device_alloc(gpu, sb, &scratch), 0);
+    float *sent = malloc(16 * 4 * 128 * 4), *back = malloc(16 * 4 * 128 * 4);
+    cr_assert(sent && back);
+    for (size_t i = 0; i < 16 * 4 * 128; i++) sent[i] = 12345.0f;
+    cr_assert_eq(sieve_device_upload(gpu, dout, sent, 16 * 4 * 128 * 4), 0);
     /* too little scratch, misaligned scratch, misaligned q */
     cr_assert_eq(sieve_sparse_attention(gpu, &p, dq, dk, dv, di, scratch, sb - 1, dout, NULL,
                                         NULL),
@@ -307,12 +346,19 @@ Test(sparse_attn_cuda, errors) {
     cr_assert_eq(sieve_sparse_attention(gpu, &p, (char *)dq + 8, dk, dv, di, scratch, sb, dout,
                                         NULL, NULL),
                  SIEVE_ENOTSUP);
-    /* float32, head_dim 96: not run on CUDA */
+    cr_assert_eq(sieve_device_download(gpu, back, dout, 16 * 4 * 128 * 4), 0);
+    cr_assert(memcmp(sent, back, 16 * 4 * 128 * 4) == 0, "an error wrote out");
+    free(sent);
+    free(back);
+    /* float32, head_dim 96, 8,192 query heads a kv head: not run on CUDA */
     sieve_sparse_attn_params f = p;
     f.dtype = SIEVE_DTYPE_F32;
     cr_assert_eq(sieve_sparse_attn_scratch_size(gpu, &f, &sb), SIEVE_ENOTSUP);
     f = p;
     f.head_dim = 96;
+    cr_assert_eq(sieve_sparse_attn_scratch_size(gpu, &f, &sb), SIEVE_ENOTSUP);
+    f = p;
+    f.q_heads = 8192;
     cr_assert_eq(sieve_sparse_attn_scratch_size(gpu, &f, &sb), SIEVE_ENOTSUP);
     f = p;
     f.group = 0;
