@@ -49,7 +49,11 @@ def main(argv=None):
     a = ap.parse_args(argv)
 
     sieve, sparse, dense = {}, {}, {}
+    failed = []  # lines of a shape whose run failed (no time): reported, and the exit is 1
     for r in load(a.sieve) + load(a.sparse) + load(a.dense):
+        t = {"indexer": "fused_ms", "sparse": "grouped_ms", "dense": "ms"}.get(r.get("kernel"))
+        if r.get("mode") == "attention" and t and r.get(t) is None:
+            failed.append(r)
         if r.get("mode") == "attention" and r.get("kernel") == "dense" and r.get("ms") is not None:
             dense[(r["T"], r["Hq"], r["Hkv"], r["D"])] = r
         if r.get("mode") == "attention" and r.get("kernel") == "indexer" and r.get("fused_ms") is not None:
@@ -62,7 +66,7 @@ def main(argv=None):
             torch[(key(r), r.get("backend", "torch"))] = r["ms"]
         if r.get("mode") == "dense" and "ms" in r:
             tdense[((r["T"], r["H"], r["H_kv"], r["D"]), r.get("backend"))] = r["ms"]
-    if not sieve and not sparse and not dense:
+    if not sieve and not sparse and not dense and not failed:
         print("no sieve-bench attention lines", file=sys.stderr)
         return 1
 
@@ -72,12 +76,16 @@ def main(argv=None):
         bad = indexer_report(sieve, torch, out, a.plots)
     sbad = sparse_report(sparse, out, a.plots) if sparse else []
     dbad = dense_report(dense, tdense, out) if dense else []
+    if failed:
+        out.append("")
+        out.append(f"- {len(failed)} shape(s) failed to run (no time): " + "; ".join(
+            f"{r['kernel']} T={r.get('T')} L={r.get('L')}" for r in failed[:8]) + ".")
     text = "\n".join(out)
     print(text)
     if a.md:
         with open(a.md, "w") as f:
             f.write(text + "\n")
-    return 1 if bad or sbad or dbad else 0
+    return 1 if bad or sbad or dbad or failed else 0
 
 
 def dense_report(dense, tdense, out):
