@@ -114,6 +114,12 @@ def main():
     check(r.returncode == 0 and "| 8192 | 32 / 8 | 128 | 2.000 | 275 | 1.60 | 1.00 | 0.80 | 0.50 | 0.750 | yes |" in r.stdout,
           "the dense row: sieve, both torch backends, their ratios", (r.returncode, r.stdout[-600:]), "row")
 
+    # a shape whose run failed (no time) is named and fails the report
+    write(sp, [sprow(16, 0.95, 1.79, 3.0, 0.8), {**sprow(16, 0.5, 8.5, 3.0, None)}])
+    r = subprocess.run([sys.executable, REPORT, "--sieve", sp], capture_output=True, text=True)
+    check(r.returncode == 1 and "1 shape(s) failed to run" in r.stdout, "a failed shape is reported and fails",
+          (r.returncode, r.stdout[-300:]), (1, "failed to run"))
+
     write(s, [srow(2048, 131072, 2048, 10.0, 18.0, exact="MISMATCH")])
     r = subprocess.run([sys.executable, REPORT, "--sieve", s], capture_output=True, text=True)
     check(r.returncode == 1 and "1 MISMATCH" in r.stdout, "a mismatch fails the report",
