@@ -674,6 +674,23 @@ int launch_attn_dims(const AttnArgs &a, const SaPlan &pl, uint32_t D, uint32_t D
     return launch_attn_split<E, 128, 128, CAUSAL>(a, pl, s);
 }
 
+/* The attention launches of one call and, with slices, the merge. 0 or SIEVE_EDEVICE. */
+template <bool CAUSAL>
+int attend(const AttnArgs &aa, const SaPlan &pl, sieve_dtype dtype, uint32_t D, uint32_t DV,
+           cudaStream_t s) {
+    const int rc = dtype == SIEVE_DTYPE_BF16
+                       ? launch_attn_dims<__nv_bfloat16, CAUSAL>(aa, pl, D, DV, s)
+                       : launch_attn_dims<__half, CAUSAL>(aa, pl, D, DV, s);
+    if (rc) return rc;
+    if (pl.nsl > 1) {
+        const size_t rows = (size_t)aa.T * aa.Hq, n = rows * DV;
+        sa_merge_kernel<<<(unsigned)((n + 255) / 256), 256, 0, s>>>(aa.part, pl.nsl, rows, DV,
+                                                                    aa.out, aa.lse);
+        SIEVE_CUDA_LAUNCH_CHECK();
+    }
+    return 0;
+}
+
 using Events = sieve__cuda_events<3>;
 
 int run_queued(sieve__cuda_ctx *c, const sieve_sparse_attn_params *p, const void *q,
@@ -720,16 +737,8 @@ int run_queued(sieve__cuda_ctx *c, const sieve_sparse_attn_params *p, const void
     AttnArgs aa{q, keys, values, d_pos, d_mask, d_count, pl.cap, p->n_queries, p->q_heads,
                 p->kv_heads, pl.R, pl.G, 0, (float)((double)scale * 1.4426950408889634),
                 out, lse, pl.nsl, (float *)(base + pl.o_part), p->n_keys, 0, pl.groups};
-    rc = p->dtype == SIEVE_DTYPE_BF16
-             ? launch_attn_dims<__nv_bfloat16, false>(aa, pl, p->head_dim, p->v_dim, s)
-             : launch_attn_dims<__half, false>(aa, pl, p->head_dim, p->v_dim, s);
+    rc = attend<false>(aa, pl, p->dtype, p->head_dim, p->v_dim, s);
     if (rc) return rc;
-    if (pl.nsl > 1) {
-        const size_t rows = (size_t)p->n_queries * p->q_heads, n = rows * p->v_dim;
-        sa_merge_kernel<<<(unsigned)((n + 255) / 256), 256, 0, s>>>(aa.part, pl.nsl, rows,
-                                                                    p->v_dim, out, lse);
-        SIEVE_CUDA_LAUNCH_CHECK();
-    }
     SIEVE_CUDA_TRY(cudaEventRecord(ev.e[2], s));
     SIEVE_CUDA_TRY(cudaStreamSynchronize(s));
     if (stats) {
@@ -833,16 +842,8 @@ int run_causal_queued(sieve__cuda_ctx *c, const sieve_attn_params *p, const void
                 p->kv_heads, pl.R, pl.G, 0, (float)((double)scale * 1.4426950408889634),
                 out, lse, pl.nsl, pl.nsl > 1 ? (float *)(base + pl.o_part) : nullptr,
                 p->n_keys, p->pos0, pl.groups};
-    rc = p->dtype == SIEVE_DTYPE_BF16
-             ? launch_attn_dims<__nv_bfloat16, true>(aa, pl, p->head_dim, p->v_dim, s)
-             : launch_attn_dims<__half, true>(aa, pl, p->head_dim, p->v_dim, s);
+    rc = attend<true>(aa, pl, p->dtype, p->head_dim, p->v_dim, s);
     if (rc) return rc;
-    if (pl.nsl > 1) {
-        const size_t rows = (size_t)p->n_queries * p->q_heads, n = rows * p->v_dim;
-        sa_merge_kernel<<<(unsigned)((n + 255) / 256), 256, 0, s>>>(aa.part, pl.nsl, rows,
-                                                                    p->v_dim, out, lse);
-        SIEVE_CUDA_LAUNCH_CHECK();
-    }
     SIEVE_CUDA_TRY(cudaEventRecord(ev.e[1], s));
     SIEVE_CUDA_TRY(cudaStreamSynchronize(s));
     if (ms) *ms = ev.ms(0, 1);
