@@ -565,9 +565,9 @@ int sieve_sparse_attn_scratch_size(sieve_device *dev, const sieve_sparse_attn_pa
  * memory (>= sieve_sparse_attn_scratch_size), 256-byte aligned, owned by the caller; NULL:
  * a workspace the device keeps and grows (the CPU ignores it). stats: optional, host
  * memory, overwritten. Returns after out and lse are written (the stream is synchronised).
- * Errors: SIEVE_EINVAL (NULL pointers, bad parameters; on CUDA misaligned scratch),
- * SIEVE_ENOTSUP, SIEVE_ENOSPC (scratch too small), SIEVE_ENOMEM, SIEVE_EDEVICE; on an error
- * stats is left as it was. */
+ * Errors: SIEVE_EINVAL (NULL pointers, bad parameters; on CUDA misaligned scratch, or idx,
+ * out or lse not 4-byte aligned), SIEVE_ENOTSUP, SIEVE_ENOSPC (scratch too small),
+ * SIEVE_ENOMEM, SIEVE_EDEVICE; on an error stats is left as it was. */
 int sieve_sparse_attention(sieve_device *dev, const sieve_sparse_attn_params *p,
                            const void *q, const void *keys, const void *values,
                            const int32_t *idx, void *scratch, size_t scratch_bytes,

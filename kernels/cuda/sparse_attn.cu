@@ -8,7 +8,8 @@
  * the listed positions, keep state between calls.
  *
  * Unions. One CTA per group of `group` neighbouring tokens marks every listed position in a
- * bitmap in shared memory (positions taken in windows of up to 2^18, so any n_keys works),
+ * bitmap in shared memory (positions taken in windows of up to 2^18, so any n_keys works;
+ * only the windows between the group's least and largest position are visited),
  * counts the bits by a block scan, writes the set positions in ascending order (the union
  * list, at most min(group * k, n_keys) a group) and then ORs bit j of the slot's mask for
  * every entry of the group's token j. Entries outside [0, n_keys) are skipped and a
@@ -72,6 +73,13 @@ struct UnionArgs {
     uint32_t *members; /* groups */
 };
 
+struct MinU32 {
+    __device__ uint32_t operator()(uint32_t x, uint32_t y) const { return x < y ? x : y; }
+};
+struct MaxU32 {
+    __device__ uint32_t operator()(uint32_t x, uint32_t y) const { return x > y ? x : y; }
+};
+
 __global__ void __launch_bounds__(SA_UNION_THREADS)
 sa_union_kernel(UnionArgs a) {
     extern __shared__ uint32_t sa_smem[];
@@ -81,7 +89,7 @@ sa_union_kernel(UnionArgs a) {
         typename Scan::TempStorage scan;
         typename Reduce::TempStorage reduce;
     } tmp;
-    __shared__ uint32_t s_total;
+    __shared__ uint32_t s_total, s_lo, s_hi;
     const uint32_t g = blockIdx.x, tid = threadIdx.x;
     const uint32_t t0 = g * a.G;
     const uint32_t nt = a.T - t0 < a.G ? a.T - t0 : a.G;
@@ -93,7 +101,25 @@ sa_union_kernel(UnionArgs a) {
     uint32_t *bm = sa_smem;         /* wmax words */
     uint32_t *pre = sa_smem + wmax; /* wmax words: exclusive prefix of the bit counts */
     uint32_t U = 0, members = 0;
-    for (uint32_t base = 0; base < a.L; base += SA_WINDOW) {
+    /* the windows the group's entries reach: from its least valid position to its largest */
+    uint32_t lo = 0xffffffffu, hi = 0;
+    for (size_t e = tid; e < E; e += SA_UNION_THREADS) {
+        const int32_t p = ent[e];
+        if (p >= 0 && (uint32_t)p < a.L) {
+            lo = min(lo, (uint32_t)p);
+            hi = max(hi, (uint32_t)p);
+        }
+    }
+    lo = Reduce(tmp.reduce).Reduce(lo, MinU32{});
+    if (tid == 0) s_lo = lo;
+    __syncthreads();
+    hi = Reduce(tmp.reduce).Reduce(hi, MaxU32{});
+    if (tid == 0) s_hi = hi;
+    __syncthreads();
+    lo = s_lo;
+    hi = s_hi;
+    for (uint32_t base = lo / SA_WINDOW * SA_WINDOW; base < a.L && base <= hi;
+         base += SA_WINDOW) {
         const uint32_t wl = a.L - base < (uint32_t)SA_WINDOW ? a.L - base : SA_WINDOW;
         const uint32_t nw = (wl + 31) / 32;
         for (uint32_t w = tid; w < nw; w += SA_UNION_THREADS) bm[w] = 0;
@@ -701,6 +727,7 @@ int run_queued(sieve__cuda_ctx *c, const sieve_sparse_attn_params *p, const void
     if (rc) return rc;
     if (((uintptr_t)q | (uintptr_t)keys | (uintptr_t)values) & 15) return SIEVE_ENOTSUP;
     if ((uintptr_t)scratch & 255) return SIEVE_EINVAL;
+    if (((uintptr_t)idx | (uintptr_t)out | (uintptr_t)lse) & 3) return SIEVE_EINVAL;
     SaPlan pl;
     rc = make_plan(p, c->prop.multiProcessorCount, &pl);
     if (rc) return rc;
@@ -818,6 +845,7 @@ int run_causal_queued(sieve__cuda_ctx *c, const sieve_attn_params *p, const void
     if (rc) return rc;
     if (((uintptr_t)q | (uintptr_t)keys | (uintptr_t)values) & 15) return SIEVE_ENOTSUP;
     if ((uintptr_t)scratch & 255) return SIEVE_EINVAL;
+    if (((uintptr_t)out | (uintptr_t)lse) & 3) return SIEVE_EINVAL;
     SaPlan pl;
     rc = make_causal_plan(p, c->prop.multiProcessorCount, &pl);
     if (rc) return rc;

@@ -223,6 +223,9 @@ Test(attention_cuda, errors) {
     cr_assert_eq(sieve_causal_attention(gpu, &p, dq, dk, dv, (char *)dq + 16, 1 << 20, dout,
                                         NULL, NULL),
                  SIEVE_EINVAL);
+    cr_assert_eq(sieve_causal_attention(gpu, &p, dq, dk, dv, NULL, 0, (float *)((char *)dout + 2),
+                                        NULL, NULL),
+                 SIEVE_EINVAL);
     sieve_device_free(gpu, dq);
     sieve_device_free(gpu, dk);
     sieve_device_free(gpu, dv);

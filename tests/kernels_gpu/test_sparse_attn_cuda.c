@@ -28,6 +28,7 @@ typedef enum idx_kind {
     IDX_DISJOINT, /* every token draws its own positions */
     IDX_MESSY,    /* overlap plus -1 padding, out-of-range entries, repeats, empty rows */
     IDX_CAUSAL,   /* token t draws from [0, L - T + t]: neighbours see nearly the same keys */
+    IDX_HIGH,     /* every token draws from the last 100,000 keys (and a few rows only -1) */
 } idx_kind;
 
 typedef struct scase {
@@ -59,6 +60,9 @@ static int32_t *make_idx(const scase *c, uint64_t seed) {
         for (uint32_t i = 0; i < c->k; i++) {
             switch (c->kind) {
             case IDX_DISJOINT: row[i] = (int32_t)(kt_next(&r) % c->L); break;
+            case IDX_HIGH:
+                row[i] = t % 5 == 4 ? -1 : (int32_t)(c->L - 1 - kt_next(&r) % 100000);
+                break;
             case IDX_CAUSAL: {
                 const uint32_t vis = c->L - c->T + t + 1;
                 row[i] = (int32_t)(kt_next(&r) % 8 ? (uint32_t)base[i] % vis
@@ -267,9 +271,12 @@ Test(sparse_attn_cuda, messy_rows_f16) {
     run_case(&c, 404);
 }
 
-/* Positions past one union window (2^18): the union is built in two passes. */
+/* Positions past one union window (2^18): the union is built in two passes; then positions
+ * only in the last windows (the first ones skipped), with groups of only padding. */
 Test(sparse_attn_cuda, two_windows_bf16) {
     SKIP_WITHOUT_GPU();
+    scase h = {SIEVE_DTYPE_BF16, 24, 2, 1, 64, 64, 700001, 64, IDX_HIGH, 1.0f, {4, 1, 0}, 0.0f};
+    run_case(&h, 506);
     scase c = {SIEVE_DTYPE_BF16, 40, 2, 1, 64, 64, 300007, 128, IDX_OVERLAP, 1.0f, {16, 1, 0}, 0.0f};
     run_case(&c, 505);
 }
@@ -346,6 +353,13 @@ Test(sparse_attn_cuda, errors) {
     cr_assert_eq(sieve_sparse_attention(gpu, &p, (char *)dq + 8, dk, dv, di, scratch, sb, dout,
                                         NULL, NULL),
                  SIEVE_ENOTSUP);
+    /* idx and out must be 4-byte aligned */
+    cr_assert_eq(sieve_sparse_attention(gpu, &p, dq, dk, dv, (const int32_t *)((char *)di + 2),
+                                        scratch, sb, dout, NULL, NULL),
+                 SIEVE_EINVAL);
+    cr_assert_eq(sieve_sparse_attention(gpu, &p, dq, dk, dv, di, scratch, sb,
+                                        (float *)((char *)dout + 1), NULL, NULL),
+                 SIEVE_EINVAL);
     cr_assert_eq(sieve_device_download(gpu, back, dout, 16 * 4 * 128 * 4), 0);
     cr_assert(memcmp(sent, back, 16 * 4 * 128 * 4) == 0, "an error wrote out");
     free(sent);
