@@ -33,26 +33,17 @@ void sieve_sparse_attn_params_init(sieve_sparse_attn_params *p, sieve_dtype dtyp
 
 int sieve__check_sparse_attn_params(const sieve_sparse_attn_params *p) {
     if (!p) return SIEVE_EINVAL;
-    const size_t esz = sieve_dtype_size(p->dtype); /* 0 for an unknown dtype */
-    if (esz == 0) return SIEVE_EINVAL;
-    if (p->n_queries == 0 || p->q_heads == 0 || p->kv_heads == 0 || p->head_dim == 0 ||
-        p->v_dim == 0 || p->n_keys == 0 || p->k == 0)
-        return SIEVE_EINVAL;
-    if (p->q_heads % p->kv_heads != 0) return SIEVE_EINVAL;
-    if (p->group < 1 || p->group > 32) return SIEVE_EINVAL;
-    if (p->n_keys > (uint32_t)INT32_MAX) return SIEVE_EINVAL; /* idx is int32 */
-    if (!isfinite(p->scale)) return SIEVE_EINVAL;
-    /* every array's byte size must be addressable (lse, T x Hq floats, is no larger than
-     * out, T x Hq x Dv floats) */
-    size_t tq, kv, q_bytes, k_bytes, v_bytes, idx_bytes, out_bytes;
-    if (!sieve__mul_size(p->n_queries, p->q_heads, &tq) ||
-        !sieve__mul3_size(tq, p->head_dim, esz, &q_bytes) ||
-        !sieve__mul_size(p->n_keys, p->kv_heads, &kv) ||
-        !sieve__mul3_size(kv, p->head_dim, esz, &k_bytes) ||
-        !sieve__mul3_size(kv, p->v_dim, esz, &v_bytes) ||
-        !sieve__mul3_size(p->n_queries, p->k, sizeof(int32_t), &idx_bytes) ||
-        !sieve__mul3_size(tq, p->v_dim, sizeof(float), &out_bytes))
-        return SIEVE_EINVAL;
+    /* the shape's checks are dense attention's (dtype, sizes, heads, n_keys, scale, the
+     * arrays' byte sizes); then what the selected keys add */
+    sieve_attn_params a;
+    sieve_attn_params_init(&a, p->dtype, p->n_queries, p->q_heads, p->kv_heads, p->head_dim,
+                           p->v_dim, p->n_keys);
+    a.scale = p->scale;
+    const int rc = sieve__check_attn_params(&a);
+    if (rc) return rc;
+    if (p->k == 0 || p->group < 1 || p->group > 32) return SIEVE_EINVAL;
+    size_t idx_bytes; /* n_keys <= INT32_MAX (checked above): idx is int32 */
+    if (!sieve__mul3_size(p->n_queries, p->k, sizeof(int32_t), &idx_bytes)) return SIEVE_EINVAL;
     return 0;
 }
 
