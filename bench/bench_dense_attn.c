@@ -15,19 +15,15 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "bench_attn_opts.h"
 #include "bench_util.h"
 #include "sieve_kernels.h"
 
 typedef struct da_opts {
-    const char *device;
-    sieve_dtype dtype;
-    uint32_t q_heads, kv_heads, head_dim, v_dim;
+    bench_attn_opts c; /* the options the attention modes share */
     uint32_t seqs[MAXLIST];
     int n_seqs;
-    int repeat, warmup, check_tokens;
     double tflops;
-    uint64_t seed;
-    const char *json;
     int shape_given;
 } da_opts;
 
@@ -64,19 +60,19 @@ static void da_usage(FILE *f) {
 
 static int da_parse(int argc, char **argv, da_opts *o) {
     memset(o, 0, sizeof *o);
-    o->device = "auto";
-    o->dtype = SIEVE_DTYPE_BF16;
-    o->q_heads = 32;
-    o->kv_heads = 8;
-    o->head_dim = 128;
-    o->v_dim = 128;
+    o->c.device = "auto";
+    o->c.dtype = SIEVE_DTYPE_BF16;
+    o->c.q_heads = 32;
+    o->c.kv_heads = 8;
+    o->c.head_dim = 128;
+    o->c.v_dim = 128;
     o->seqs[0] = 8192;
     o->seqs[1] = 32768;
     o->n_seqs = 2;
-    o->repeat = 5;
-    o->warmup = 1;
-    o->check_tokens = 4;
-    o->seed = 1;
+    o->c.repeat = 5;
+    o->c.warmup = 1;
+    o->c.check_tokens = 4;
+    o->c.seed = 1;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -91,37 +87,16 @@ static int da_parse(int argc, char **argv, da_opts *o) {
         }
         i++;
         errno = 0;
-        uint32_t *u32 = NULL;
-        if (!strcmp(a, "--q-heads")) u32 = &o->q_heads;
-        else if (!strcmp(a, "--kv-heads")) u32 = &o->kv_heads;
-        else if (!strcmp(a, "--head-dim")) u32 = &o->head_dim;
-        else if (!strcmp(a, "--v-dim")) u32 = &o->v_dim;
-        if (u32) {
-            *u32 = (uint32_t)strtoul(v, &end, 10);
-            if (*end || !*u32 || *v == '-') goto bad;
-        } else if (!strcmp(a, "--device")) o->device = v;
-        else if (!strcmp(a, "--dtype")) {
-            if (sieve_dtype_parse(v, &o->dtype)) goto bad;
-        } else if (!strcmp(a, "--seq")) {
+        const int shared = bench_attn_opt(&o->c, a, v);
+        if (shared < 0) goto bad;
+        if (shared) continue;
+        if (!strcmp(a, "--seq")) {
             if ((o->n_seqs = bench_parse_sizes_pow2(v, o->seqs, MAXLIST)) <= 0) goto bad;
             o->shape_given = 1;
-        } else if (!strcmp(a, "--repeat")) {
-            o->repeat = (int)strtol(v, &end, 10);
-            if (*end || o->repeat < 1) goto bad;
-        } else if (!strcmp(a, "--warmup")) {
-            o->warmup = (int)strtol(v, &end, 10);
-            if (*end || o->warmup < 0) goto bad;
-        } else if (!strcmp(a, "--check-tokens")) {
-            o->check_tokens = (int)strtol(v, &end, 10);
-            if (*end || o->check_tokens < 0) goto bad;
         } else if (!strcmp(a, "--tflops")) {
             o->tflops = strtod(v, &end);
             if (*end || !(o->tflops > 0)) goto bad;
-        } else if (!strcmp(a, "--seed")) {
-            o->seed = strtoull(v, &end, 10);
-            if (*end) goto bad;
-        } else if (!strcmp(a, "--json")) o->json = v;
-        else {
+        } else {
             fprintf(stderr, "sieve-bench attention dense: unknown option %s (see --help)\n", a);
             return -1;
         }
@@ -132,29 +107,29 @@ static int da_parse(int argc, char **argv, da_opts *o) {
                 a);
         return -1;
     }
-    if (o->q_heads % o->kv_heads) {
+    if (o->c.q_heads % o->c.kv_heads) {
         fprintf(stderr, "sieve-bench attention dense: --q-heads %u is not a multiple of "
-                        "--kv-heads %u\n", o->q_heads, o->kv_heads);
+                        "--kv-heads %u\n", o->c.q_heads, o->c.kv_heads);
         return -1;
     }
     if (o->tflops == 0)
-        o->tflops = o->dtype == SIEVE_DTYPE_BF16 ? 730 : o->dtype == SIEVE_DTYPE_F16 ? 708 : 50.6;
+        o->tflops = o->c.dtype == SIEVE_DTYPE_BF16 ? 730 : o->c.dtype == SIEVE_DTYPE_F16 ? 708 : 50.6;
     return 0;
 }
 
 /* One prefill of S tokens: 0, or 1 when it failed or a checked token was off. */
 static int run_seq(const da_opts *o, sieve_device *dev, const sieve_device_info *info, FILE *js,
                    uint32_t S) {
-    const uint32_t Hq = o->q_heads, Hkv = o->kv_heads, D = o->head_dim, DV = o->v_dim;
-    const size_t es = sieve_dtype_size(o->dtype);
+    const uint32_t Hq = o->c.q_heads, Hkv = o->c.kv_heads, D = o->c.head_dim, DV = o->c.v_dim;
+    const size_t es = sieve_dtype_size(o->c.dtype);
     const size_t nq = (size_t)S * Hq * D, nk = (size_t)S * Hkv * D, nv = (size_t)S * Hkv * DV;
     const size_t no = (size_t)S * Hq * DV, nl = (size_t)S * Hq;
     void *q = NULL, *keys = NULL, *vals = NULL, *out = NULL, *lse = NULL, *scratch = NULL;
-    double *t = calloc((size_t)o->repeat, 8), *td = calloc((size_t)o->repeat, 8);
+    double *t = calloc((size_t)o->c.repeat, 8), *td = calloc((size_t)o->c.repeat, 8);
     double call = NAN, dev_ms = NAN, max_err = NAN, tol = NAN, rel = NAN;
     const char *ok = "-";
     sieve_attn_params p;
-    sieve_attn_params_init(&p, o->dtype, S, Hq, Hkv, D, DV, S);
+    sieve_attn_params_init(&p, o->c.dtype, S, Hq, Hkv, D, DV, S);
     size_t sb = 0;
     int rc = t && td ? 0 : SIEVE_ENOMEM;
     if (!rc) rc = sieve_causal_attn_scratch_size(dev, &p, &sb);
@@ -164,22 +139,22 @@ static int run_seq(const da_opts *o, sieve_device *dev, const sieve_device_info 
     if (!rc) rc = sieve_device_alloc(dev, no * 4, &out);
     if (!rc) rc = sieve_device_alloc(dev, nl * 4, &lse);
     if (!rc && sb) rc = sieve_device_alloc(dev, sb, &scratch);
-    if (!rc) rc = sieve_device_fill_normal(dev, q, o->dtype, nq, o->seed * 7 + 1, 1.0f);
-    if (!rc) rc = sieve_device_fill_normal(dev, keys, o->dtype, nk, o->seed * 7 + 2, 1.0f);
-    if (!rc) rc = sieve_device_fill_normal(dev, vals, o->dtype, nv, o->seed * 7 + 3, 1.0f);
-    for (int r = 0; !rc && r < o->warmup; r++)
+    if (!rc) rc = sieve_device_fill_normal(dev, q, o->c.dtype, nq, o->c.seed * 7 + 1, 1.0f);
+    if (!rc) rc = sieve_device_fill_normal(dev, keys, o->c.dtype, nk, o->c.seed * 7 + 2, 1.0f);
+    if (!rc) rc = sieve_device_fill_normal(dev, vals, o->c.dtype, nv, o->c.seed * 7 + 3, 1.0f);
+    for (int r = 0; !rc && r < o->c.warmup; r++)
         rc = sieve_causal_attention(dev, &p, q, keys, vals, scratch, sb, out, lse, NULL);
-    for (int r = 0; !rc && r < o->repeat; r++) {
+    for (int r = 0; !rc && r < o->c.repeat; r++) {
         const double t0 = bench_now_ms();
         rc = sieve_causal_attention(dev, &p, q, keys, vals, scratch, sb, out, lse, &td[r]);
         t[r] = bench_now_ms() - t0;
     }
     if (!rc) {
-        call = bench_median(t, o->repeat);
-        dev_ms = bench_median(td, o->repeat);
+        call = bench_median(t, o->c.repeat);
+        dev_ms = bench_median(td, o->c.repeat);
     }
     /* sampled tokens against float64: each a one-token problem at its position */
-    const uint32_t nc = (uint32_t)o->check_tokens < S ? (uint32_t)o->check_tokens : S;
+    const uint32_t nc = (uint32_t)o->c.check_tokens < S ? (uint32_t)o->c.check_tokens : S;
     if (!rc && nc) {
         void *hq = malloc((size_t)Hq * D * es), *hk = malloc(nk * es), *hv = malloc(nv * es);
         float *ho = malloc((size_t)Hq * DV * 4);
@@ -190,11 +165,11 @@ static int run_seq(const da_opts *o, sieve_device *dev, const sieve_device_info 
         double vmax = 0.0;
         for (size_t i = 0; !rc && i < nv; i++) {
             float f;
-            sieve_convert_to_f32(o->dtype, (const char *)hv + i * es, &f, 1);
+            sieve_convert_to_f32(o->c.dtype, (const char *)hv + i * es, &f, 1);
             vmax = fmax(vmax, fabs(f));
         }
-        const double u = o->dtype == SIEVE_DTYPE_BF16 ? 0x1p-9
-                         : o->dtype == SIEVE_DTYPE_F16 ? 0x1p-11 : 0x1p-20;
+        const double u = o->c.dtype == SIEVE_DTYPE_BF16 ? 0x1p-9
+                         : o->c.dtype == SIEVE_DTYPE_F16 ? 0x1p-11 : 0x1p-20;
         tol = (2.0 * u + 1e-3) * vmax;
         max_err = 0.0;
         double d2 = 0.0, r2 = 0.0; /* the relative L2 error of the checked rows */
@@ -242,9 +217,9 @@ static int run_seq(const da_opts *o, sieve_device *dev, const sieve_device_info 
                 "\"ms\":%s,\"device_ms\":%s,\"tflops\":%.1f,\"floor_ms\":%s,\"max_err\":%s,"
                 "\"rel_l2\":%s,"
                 "\"ok\":\"%s\",\"repeat\":%d}\n",
-                info->name, sieve_dtype_name(o->dtype), S, S, Hq, Hkv, D, DV, bench_jnum(a, call),
+                info->name, sieve_dtype_name(o->c.dtype), S, S, Hq, Hkv, D, DV, bench_jnum(a, call),
                 bench_jnum(b, dev_ms), flops / (call * 1e9), bench_jnum(c, floor_ms),
-                bench_jnum(d, max_err), bench_jnum(e, rel), ok, o->repeat);
+                bench_jnum(d, max_err), bench_jnum(e, rel), ok, o->c.repeat);
         fflush(js);
     }
     void *dptr[] = {q, keys, vals, out, lse, scratch};
@@ -259,9 +234,9 @@ int sieve_bench_dense_attention(int argc, char **argv) {
     da_opts o;
     if (da_parse(argc, argv, &o)) return 2;
     sieve_device *dev = NULL;
-    int rc = sieve_device_open(o.device, &dev);
+    int rc = sieve_device_open(o.c.device, &dev);
     if (rc) {
-        fprintf(stderr, "sieve-bench attention dense: cannot open device '%s': %s\n", o.device,
+        fprintf(stderr, "sieve-bench attention dense: cannot open device '%s': %s\n", o.c.device,
                 sieve_strerror(rc));
         return 1;
     }
@@ -273,16 +248,16 @@ int sieve_bench_dense_attention(int argc, char **argv) {
         printf("# the CPU device: a smaller default prefill (1k tokens); --seq chooses others\n");
     }
     FILE *js = NULL;
-    if (o.json && !(js = fopen(o.json, "a"))) {
-        fprintf(stderr, "sieve-bench attention dense: cannot open %s: %s\n", o.json,
+    if (o.c.json && !(js = fopen(o.c.json, "a"))) {
+        fprintf(stderr, "sieve-bench attention dense: cannot open %s: %s\n", o.c.json,
                 strerror(errno));
         sieve_device_close(dev);
         return 1;
     }
     printf("# sieve-bench attention dense (causal prefill) on %s; %s, q heads %u, kv heads %u, "
            "D %u, v_dim %u, %d timed calls (median)\n",
-           info.name, sieve_dtype_name(o.dtype), o.q_heads, o.kv_heads, o.head_dim, o.v_dim,
-           o.repeat);
+           info.name, sieve_dtype_name(o.c.dtype), o.c.q_heads, o.c.kv_heads, o.c.head_dim, o.c.v_dim,
+           o.c.repeat);
     printf("# floor = 2 (D + v_dim) x (query head, visible key) pairs / %.0f TFLOP/s\n",
            o.tflops);
     printf("%8s %10s %10s %8s %9s %7s %9s %4s\n", "seq", "call_ms", "device_ms", "TFLOP/s",

@@ -15,21 +15,17 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "bench_attn_opts.h"
 #include "bench_util.h"
 #include "sieve_kernels.h"
 
 typedef struct sa_opts {
-    const char *device;
-    sieve_dtype dtype;
-    uint32_t q_heads, kv_heads, head_dim, v_dim;
+    bench_attn_opts c; /* the options the attention modes share */
     uint32_t keys[MAXLIST], queries[MAXLIST], ks[MAXLIST], groups[MAXLIST];
     int n_keys, n_queries, n_ks, n_groups;
     double shares[MAXLIST];
     int n_shares;
-    int repeat, warmup, check_tokens;
     double bw_gbs;
-    uint64_t seed;
-    const char *json;
     int shape_given;
 } sa_opts;
 
@@ -93,12 +89,12 @@ static int parse_shares(const char *s, double *out, int max) {
 
 static int sa_parse(int argc, char **argv, sa_opts *o) {
     memset(o, 0, sizeof *o);
-    o->device = "auto";
-    o->dtype = SIEVE_DTYPE_BF16;
-    o->q_heads = 32;
-    o->kv_heads = 8;
-    o->head_dim = 128;
-    o->v_dim = 128;
+    o->c.device = "auto";
+    o->c.dtype = SIEVE_DTYPE_BF16;
+    o->c.q_heads = 32;
+    o->c.kv_heads = 8;
+    o->c.head_dim = 128;
+    o->c.v_dim = 128;
     o->keys[0] = 131072;
     o->n_keys = 1;
     o->queries[0] = 2048;
@@ -109,11 +105,11 @@ static int sa_parse(int argc, char **argv, sa_opts *o) {
     o->n_groups = 1;
     o->shares[0] = 0.9;
     o->n_shares = 1;
-    o->repeat = 10;
-    o->warmup = 2;
-    o->check_tokens = 8;
+    o->c.repeat = 10;
+    o->c.warmup = 2;
+    o->c.check_tokens = 8;
     o->bw_gbs = 4250;
-    o->seed = 1;
+    o->c.seed = 1;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -128,18 +124,10 @@ static int sa_parse(int argc, char **argv, sa_opts *o) {
         }
         i++;
         errno = 0;
-        uint32_t *u32 = NULL;
-        if (!strcmp(a, "--q-heads")) u32 = &o->q_heads;
-        else if (!strcmp(a, "--kv-heads")) u32 = &o->kv_heads;
-        else if (!strcmp(a, "--head-dim")) u32 = &o->head_dim;
-        else if (!strcmp(a, "--v-dim")) u32 = &o->v_dim;
-        if (u32) {
-            *u32 = (uint32_t)strtoul(v, &end, 10);
-            if (*end || !*u32 || *v == '-') goto bad;
-        } else if (!strcmp(a, "--device")) o->device = v;
-        else if (!strcmp(a, "--dtype")) {
-            if (sieve_dtype_parse(v, &o->dtype)) goto bad;
-        } else if (!strcmp(a, "--keys")) {
+        const int shared = bench_attn_opt(&o->c, a, v);
+        if (shared < 0) goto bad;
+        if (shared) continue;
+        if (!strcmp(a, "--keys")) {
             if ((o->n_keys = bench_parse_sizes_pow2(v, o->keys, MAXLIST)) <= 0) goto bad;
             o->shape_given = 1;
         } else if (!strcmp(a, "--queries")) {
@@ -154,23 +142,10 @@ static int sa_parse(int argc, char **argv, sa_opts *o) {
                 if (o->groups[g] < 1 || o->groups[g] > 32) goto bad;
         } else if (!strcmp(a, "--share")) {
             if ((o->n_shares = parse_shares(v, o->shares, MAXLIST)) <= 0) goto bad;
-        } else if (!strcmp(a, "--repeat")) {
-            o->repeat = (int)strtol(v, &end, 10);
-            if (*end || o->repeat < 1) goto bad;
-        } else if (!strcmp(a, "--warmup")) {
-            o->warmup = (int)strtol(v, &end, 10);
-            if (*end || o->warmup < 0) goto bad;
-        } else if (!strcmp(a, "--check-tokens")) {
-            o->check_tokens = (int)strtol(v, &end, 10);
-            if (*end || o->check_tokens < 0) goto bad;
         } else if (!strcmp(a, "--bw")) {
             o->bw_gbs = strtod(v, &end);
             if (*end || !(o->bw_gbs > 0)) goto bad;
-        } else if (!strcmp(a, "--seed")) {
-            o->seed = strtoull(v, &end, 10);
-            if (*end) goto bad;
-        } else if (!strcmp(a, "--json")) o->json = v;
-        else {
+        } else {
             fprintf(stderr, "sieve-bench attention sparse: unknown option %s (see --help)\n", a);
             return -1;
         }
@@ -181,9 +156,9 @@ static int sa_parse(int argc, char **argv, sa_opts *o) {
                 a);
         return -1;
     }
-    if (o->q_heads % o->kv_heads) {
+    if (o->c.q_heads % o->c.kv_heads) {
         fprintf(stderr, "sieve-bench attention sparse: --q-heads %u is not a multiple of "
-                        "--kv-heads %u\n", o->q_heads, o->kv_heads);
+                        "--kv-heads %u\n", o->c.q_heads, o->c.kv_heads);
         return -1;
     }
     return 0;
@@ -227,13 +202,13 @@ static double to_double(sieve_dtype dt, const void *a, size_t i) {
 /* One shape and share: 0, or 1 when it failed or an output was off (printed). */
 static int run_shape(const sa_opts *o, sieve_device *dev, const sieve_device_info *info,
                      FILE *js, uint32_t T, uint32_t L, uint32_t k, uint32_t G, double share) {
-    const uint32_t Hq = o->q_heads, Hkv = o->kv_heads, D = o->head_dim, DV = o->v_dim;
-    const size_t es = sieve_dtype_size(o->dtype);
+    const uint32_t Hq = o->c.q_heads, Hkv = o->c.kv_heads, D = o->c.head_dim, DV = o->c.v_dim;
+    const size_t es = sieve_dtype_size(o->c.dtype);
     const size_t nq = (size_t)T * Hq * D, nk = (size_t)L * Hkv * D, nv = (size_t)L * Hkv * DV;
     const size_t no = (size_t)T * Hq * DV, nl = (size_t)T * Hq, ni = (size_t)T * k;
     void *q = NULL, *keys = NULL, *vals = NULL, *didx = NULL, *o1 = NULL, *l1 = NULL,
          *o2 = NULL, *l2 = NULL, *scratch = NULL;
-    double *t = calloc((size_t)o->repeat, 8);
+    double *t = calloc((size_t)o->c.repeat, 8);
     int32_t *idx = malloc(ni * 4);
     float *h1 = malloc(no * 4), *h2 = malloc(no * 4);
     double grouped = NAN, perq = NAN, max_gp = NAN, max_ref = NAN, tol = NAN;
@@ -242,7 +217,7 @@ static int run_shape(const sa_opts *o, sieve_device *dev, const sieve_device_inf
     memset(&gs, 0, sizeof gs);
     memset(&ps, 0, sizeof ps);
     sieve_sparse_attn_params p;
-    sieve_sparse_attn_params_init(&p, o->dtype, T, Hq, Hkv, D, DV, L, k);
+    sieve_sparse_attn_params_init(&p, o->c.dtype, T, Hq, Hkv, D, DV, L, k);
     size_t sb = 0, sb1 = 0;
     int rc = t && idx && h1 && h2 ? 0 : SIEVE_ENOMEM;
     p.group = G;
@@ -259,11 +234,11 @@ static int run_shape(const sa_opts *o, sieve_device *dev, const sieve_device_inf
     if (!rc) rc = sieve_device_alloc(dev, no * 4, &o2);
     if (!rc) rc = sieve_device_alloc(dev, nl * 4, &l2);
     if (!rc && sb) rc = sieve_device_alloc(dev, sb, &scratch);
-    if (!rc) rc = sieve_device_fill_normal(dev, q, o->dtype, nq, o->seed * 5 + 1, 1.0f);
-    if (!rc) rc = sieve_device_fill_normal(dev, keys, o->dtype, nk, o->seed * 5 + 2, 1.0f);
-    if (!rc) rc = sieve_device_fill_normal(dev, vals, o->dtype, nv, o->seed * 5 + 3, 1.0f);
+    if (!rc) rc = sieve_device_fill_normal(dev, q, o->c.dtype, nq, o->c.seed * 5 + 1, 1.0f);
+    if (!rc) rc = sieve_device_fill_normal(dev, keys, o->c.dtype, nk, o->c.seed * 5 + 2, 1.0f);
+    if (!rc) rc = sieve_device_fill_normal(dev, vals, o->c.dtype, nv, o->c.seed * 5 + 3, 1.0f);
     if (!rc) {
-        make_sets(idx, T, L, k, G, share, o->seed * 5 + 4);
+        make_sets(idx, T, L, k, G, share, o->c.seed * 5 + 4);
         rc = sieve_device_upload(dev, didx, idx, ni * 4);
     }
     /* grouped, then per query; each median of repeat calls */
@@ -271,14 +246,14 @@ static int run_shape(const sa_opts *o, sieve_device *dev, const sieve_device_inf
         p.group = pass == 0 ? G : 1;
         void *out = pass == 0 ? o1 : o2, *lse = pass == 0 ? l1 : l2;
         sieve_sparse_attn_stats *st = pass == 0 ? &gs : &ps;
-        for (int r = 0; !rc && r < o->warmup; r++)
+        for (int r = 0; !rc && r < o->c.warmup; r++)
             rc = sieve_sparse_attention(dev, &p, q, keys, vals, didx, scratch, sb, out, lse, st);
-        for (int r = 0; !rc && r < o->repeat; r++) {
+        for (int r = 0; !rc && r < o->c.repeat; r++) {
             const double t0 = bench_now_ms();
             rc = sieve_sparse_attention(dev, &p, q, keys, vals, didx, scratch, sb, out, lse, st);
             t[r] = bench_now_ms() - t0;
         }
-        if (!rc) *(pass == 0 ? &grouped : &perq) = bench_median(t, o->repeat);
+        if (!rc) *(pass == 0 ? &grouped : &perq) = bench_median(t, o->c.repeat);
     }
     /* grouped against per query: the probabilities' rounding bound of sieve_kernels.h
      * (values are N(0,1): the largest |value| read is taken over the whole array) */
@@ -296,14 +271,14 @@ static int run_shape(const sa_opts *o, sieve_device *dev, const sieve_device_inf
     if (!rc) rc = sieve_device_download(dev, hv, vals, nv * es);
     if (!rc) {
         double vmax = 0.0;
-        for (size_t i = 0; i < nv; i++) vmax = fmax(vmax, fabs(to_double(o->dtype, hv, i)));
-        const double u = o->dtype == SIEVE_DTYPE_BF16 ? 0x1p-9
-                         : o->dtype == SIEVE_DTYPE_F16 ? 0x1p-11 : 0x1p-20;
+        for (size_t i = 0; i < nv; i++) vmax = fmax(vmax, fabs(to_double(o->c.dtype, hv, i)));
+        const double u = o->c.dtype == SIEVE_DTYPE_BF16 ? 0x1p-9
+                         : o->c.dtype == SIEVE_DTYPE_F16 ? 0x1p-11 : 0x1p-20;
         tol = (2.0 * u + 1e-3) * vmax; /* 1e-3: the dots' float32 error at these scores */
         max_gp = 0.0;
         for (size_t i = 0; i < no; i++) max_gp = fmax(max_gp, fabs((double)h1[i] - h2[i]));
         /* a sample of tokens against float64: a sub-problem of those tokens */
-        const uint32_t nc = (uint32_t)o->check_tokens < T ? (uint32_t)o->check_tokens : T;
+        const uint32_t nc = (uint32_t)o->c.check_tokens < T ? (uint32_t)o->c.check_tokens : T;
         max_ref = 0.0;
         double d2 = 0.0, r2 = 0.0; /* relative L2 error of the checked rows, both calls */
         if (nc) {
@@ -387,11 +362,11 @@ static int run_shape(const sa_opts *o, sieve_device *dev, const sieve_device_inf
                 "\"grouped_gathered_gb\":%.4f,\"floor_ms\":%s,\"prepare_ms\":%.4f,"
                 "\"attend_ms\":%.4f,\"per_query_prepare_ms\":%.4f,\"max_diff_grouped_per_query\":%s,"
                 "\"max_err_reference\":%s,\"ok\":\"%s\",\"repeat\":%d}\n",
-                info->name, sieve_dtype_name(o->dtype), T, Hq, Hkv, D, DV, L, k, G, share,
+                info->name, sieve_dtype_name(o->c.dtype), T, Hq, Hkv, D, DV, L, k, G, share,
                 per_token, bench_jnum(a, union_ratio), bench_jnum(b, perq),
                 bench_jnum(c, grouped), p_bytes / 1e9, g_bytes / 1e9, bench_jnum(d, floor_ms),
                 gs.ms_prepare, gs.ms_attend, ps.ms_prepare, bench_jnum(e, max_gp),
-                bench_jnum(f, max_ref), ok, o->repeat);
+                bench_jnum(f, max_ref), ok, o->c.repeat);
         fflush(js);
     }
     void *dptr[] = {q, keys, vals, didx, o1, l1, o2, l2, scratch};
@@ -408,9 +383,9 @@ int sieve_bench_sparse_attention(int argc, char **argv) {
     sa_opts o;
     if (sa_parse(argc, argv, &o)) return 2;
     sieve_device *dev = NULL;
-    int rc = sieve_device_open(o.device, &dev);
+    int rc = sieve_device_open(o.c.device, &dev);
     if (rc) {
-        fprintf(stderr, "sieve-bench attention sparse: cannot open device '%s': %s\n", o.device,
+        fprintf(stderr, "sieve-bench attention sparse: cannot open device '%s': %s\n", o.c.device,
                 sieve_strerror(rc));
         return 1;
     }
@@ -424,16 +399,16 @@ int sieve_bench_sparse_attention(int argc, char **argv) {
                "--queries and --k choose others\n");
     }
     FILE *js = NULL;
-    if (o.json && !(js = fopen(o.json, "a"))) {
-        fprintf(stderr, "sieve-bench attention sparse: cannot open %s: %s\n", o.json,
+    if (o.c.json && !(js = fopen(o.c.json, "a"))) {
+        fprintf(stderr, "sieve-bench attention sparse: cannot open %s: %s\n", o.c.json,
                 strerror(errno));
         sieve_device_close(dev);
         return 1;
     }
     printf("# sieve-bench attention sparse on %s; %s, q heads %u, kv heads %u, D %u, v_dim %u, "
            "%d timed calls (median)\n",
-           info.name, sieve_dtype_name(o.dtype), o.q_heads, o.kv_heads, o.head_dim, o.v_dim,
-           o.repeat);
+           info.name, sieve_dtype_name(o.c.dtype), o.c.q_heads, o.c.kv_heads, o.c.head_dim, o.c.v_dim,
+           o.c.repeat);
     printf("# set/tok: distinct keys a token reads; union/set: a group's list over one token's "
            "set; gathered GB: key and value bytes read from the lists\n");
     printf("%6s %7s %5s %5s %5s %8s %6s %10s %10s %8s %8s %8s %8s %8s %9s %9s %4s\n", "T", "L",
