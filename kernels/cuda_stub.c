@@ -79,3 +79,13 @@ int sieve__cuda_causal_attention(void *ctx, const sieve_attn_params *p, const vo
                                  size_t scratch_bytes, float *out, float *lse, double *ms) {
     return SIEVE_ENODEV;
 }
+int sieve__cuda_bsp_scratch_size(void *ctx, const sieve_bsp_params *p, size_t *bytes) {
+    return SIEVE_ENODEV;
+}
+int sieve__cuda_block_sparse_prefill(void *ctx, const sieve_bsp_params *p, const void *q,
+                                     const void *keys, const void *values, void *scratch,
+                                     size_t scratch_bytes, float *out, float *lse,
+                                     uint32_t *sel_counts, int32_t *sel_blocks,
+                                     sieve_bsp_stats *stats) {
+    return SIEVE_ENODEV;
+}

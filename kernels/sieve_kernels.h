@@ -636,6 +636,122 @@ int sieve_causal_attention_reference(const sieve_attn_params *p, const void *q,
                                      const void *keys, const void *values, double *out,
                                      double *lse);
 
+/* ---------------------------------------------------------------- attention: block-sparse prefill */
+
+/* Block-sparse prefill with mean correction (FlashPrefill V2; design.md, "The attention
+ * workload"). Shape, positions and scale as sieve_causal_attention (p->attn): query token t
+ * sits at pos0 + t and sees the keys s < min(n_keys, pos0 + t + 1). With B = p->block:
+ *   - key block J holds the keys J*B .. min((J+1)*B, n_keys) - 1; query tile I holds the
+ *     tokens I*B .. min((I+1)*B, n_queries) - 1 (tiles = ceil(n_queries / B));
+ *   - tile I's visible blocks are J < n_I = ceil(e_I / B), e_I the keys its last token sees;
+ *     its full blocks are those every token of the tile sees whole: (J+1)*B <= f_I, f_I the
+ *     keys its first token sees (so a full block always holds B keys);
+ *   - pooled rows: kbar_J and vbar_J, the mean of the block's key (value) rows of one kv
+ *     head, summed in double in ascending position from the stored values, divided by the
+ *     block's key count, rounded to float32 and then to the storage dtype (every backend
+ *     computes them bit-identically);
+ *   - block scores of tile I and kv head g: for every row i of the tile (each token t of I and
+ *     each query head h of g) and every visible J, s_iJ = scale * q[t,h] . kbar_J;
+ *     M = max over i and J of s_iJ; E_J = sum over i of exp(s_iJ - M) (FlashPrefill's
+ *     Score_IJ up to the row normalisation, which the threshold does not need);
+ *   - selection: block J is kept (computed exactly) when it is visible and not full (the
+ *     diagonal band), or J < sink_blocks, or it is among the window_blocks last full blocks,
+ *     or E_J >= alpha * max over visible J' of E_J'. alpha 0 keeps every visible block (the
+ *     answer is then dense causal attention); the block of the largest E_J is always kept;
+ *   - correction: with correct = 1 every full block that is not kept enters each row of the
+ *     tile as one pooled term, logit scale * q[t,h] . kbar_J + log(B) and value vbar_J
+ *     (B keys of mean key and value); with correct = 0 it is dropped.
+ * Then for every row (t, h), with K_t the keys of kept blocks that t sees and C the
+ * corrected blocks:
+ *     out[t,h] = (sum_{s in K_t} e^{x_s} v_s + sum_{J in C} B e^{xbar_J} vbar_J) / den
+ *     den = sum_{s in K_t} e^{x_s} + sum_{J in C} B e^{xbar_J},  lse[t,h] = log(den)
+ * (x_s = scale * q[t,h] . keys[s,g], xbar_J = scale * q[t,h] . kbar_J); a row with nothing
+ * to attend (possible only with correct = 0) gets out 0 and lse -infinity.
+ *
+ * Precision: the selection compares float32 sums (CUDA: tensor-core dots, ex2.approx), so a
+ * block whose E_J lies within about 1e-4 relative of alpha * max may be decided either way
+ * by different backends; the float64 reference (sieve_bsp_select_reference) reports each
+ * block's E_J / max E so tests can skip those. The attention given a selection has
+ * sieve_causal_attention's precision (CUDA rounds probabilities to the storage dtype).
+ *
+ * CUDA: as sieve_causal_attention (compute capability 9.0 or newer, float16 and bfloat16,
+ * head_dim and v_dim 64 or 128, q_heads / kv_heads at most 4,096, 16-byte aligned arrays),
+ * block 64 or 128 (SIEVE_ENOTSUP otherwise); the CPU takes every dtype, shape and block. */
+
+typedef struct sieve_bsp_params {
+    sieve_attn_params attn;     /* shape, pos0 and scale as sieve_causal_attention */
+    uint32_t block;             /* B >= 1: keys a block and tokens a tile (default 64) */
+    float alpha;                /* threshold in [0, 1] relative to the tile's largest E_J
+                                   (default 0.1) */
+    uint32_t sink_blocks;       /* the first blocks always kept (default 4) */
+    uint32_t window_blocks;     /* a tile's last full blocks always kept (default 8) */
+    int correct;                /* 1: mean correction of pruned full blocks (default); 0: drop */
+} sieve_bsp_params;
+
+/* Fills p: dtype and shape as given, pos0 0, scale 0, block 64, alpha 0.1, 4 sink blocks,
+ * a window of 8 blocks, correct 1. */
+void sieve_bsp_params_init(sieve_bsp_params *p, sieve_dtype dtype, uint32_t n_queries,
+                           uint32_t q_heads, uint32_t kv_heads, uint32_t head_dim,
+                           uint32_t v_dim, uint32_t n_keys);
+
+typedef struct sieve_bsp_stats {
+    uint64_t visible_blocks;    /* sum over kv heads and tiles of n_I */
+    uint64_t kept_blocks;       /* of them kept (computed exactly) */
+    uint64_t corrected_blocks;  /* of them entered as pooled rows (0 when correct = 0) */
+    double density;             /* kept / visible */
+    double ms_select;           /* pooling, block scores and selection (CUDA: device time) */
+    double ms_attend;           /* the attention over kept blocks and pooled rows */
+    double ms_total;            /* the call's wall time */
+} sieve_bsp_stats;
+
+/* Tiles of a call (ceil(n_queries / block)) and the selection's layout: tile I of kv head g
+ * lists its kept blocks, ascending, from sel_blocks[g * per_head + off_I], where
+ * off_I = n_0 + ... + n_{I-1} and per_head = the sum of every n_I. n_blocks (optional):
+ * an array of tiles entries for the n_I. Errors: SIEVE_EINVAL (bad parameters, or per_head
+ * x kv_heads past what int64 counts). */
+int sieve_bsp_layout(const sieve_bsp_params *p, uint32_t *tiles, uint64_t *per_head,
+                     uint32_t *n_blocks);
+
+/* Scratch bytes sieve_block_sparse_prefill needs on dev for p (the CPU needs none: 0).
+ * Errors: SIEVE_EINVAL, SIEVE_ENOTSUP (CUDA: a shape, dtype or block it does not run). */
+int sieve_bsp_scratch_size(sieve_device *dev, const sieve_bsp_params *p, size_t *bytes);
+
+/* Block-sparse prefill as above: pooled rows, block scores, selection, then the attention
+ * over the kept blocks and the pooled rows of the corrected ones. q, keys, values, out, lse,
+ * sel_counts and sel_blocks: memory of dev (host memory for the CPU). out: n_queries x
+ * q_heads x v_dim float32; lse optional (n_queries x q_heads float32). sel_counts and
+ * sel_blocks optional (both or neither): kv_heads x tiles counts of kept blocks and
+ * kv_heads x per_head entries laid out as sieve_bsp_layout says (entries past a tile's
+ * count are left as they were). scratch as sieve_sparse_attention. stats optional, host
+ * memory. Returns after every output is written. Errors: SIEVE_EINVAL (NULL pointers,
+ * bad parameters, alpha outside [0, 1], block 0; on CUDA misaligned scratch or outputs not
+ * 4-byte aligned), SIEVE_ENOTSUP, SIEVE_ENOSPC (scratch too small), SIEVE_ENOMEM,
+ * SIEVE_EDEVICE; on an error stats is left as it was. */
+int sieve_block_sparse_prefill(sieve_device *dev, const sieve_bsp_params *p, const void *q,
+                               const void *keys, const void *values, void *scratch,
+                               size_t scratch_bytes, float *out, float *lse,
+                               uint32_t *sel_counts, int32_t *sel_blocks,
+                               sieve_bsp_stats *stats);
+
+/* Float64 reference of the selection on host memory: the pooled rows as above, every dot,
+ * exponential and sum in double. sel_counts and sel_blocks as sieve_block_sparse_prefill's
+ * (required); ratio (optional, kv_heads x per_head doubles, laid out as sel_blocks but
+ * over every visible block of the tile, J at g * per_head + off_I + J) gets E_J / max E_J'.
+ * Single-threaded, slow. Errors: SIEVE_EINVAL, SIEVE_ENOMEM. */
+int sieve_bsp_select_reference(const sieve_bsp_params *p, const void *q, const void *keys,
+                               uint32_t *sel_counts, int32_t *sel_blocks, double *ratio);
+
+/* Float64 reference of the attention given a selection (host memory, in
+ * sieve_block_sparse_prefill's layout: entries of a tile strictly ascending and visible,
+ * otherwise SIEVE_EINVAL), for the tokens t_begin .. t_begin + t_count - 1 (within
+ * n_queries, t_count >= 1): the formula above in double, the pooled rows as above.
+ * out: t_count x q_heads x v_dim double; lse optional (t_count x q_heads). Errors:
+ * SIEVE_EINVAL, SIEVE_ENOMEM. */
+int sieve_bsp_attention_reference(const sieve_bsp_params *p, const void *q, const void *keys,
+                                  const void *values, const uint32_t *sel_counts,
+                                  const int32_t *sel_blocks, uint32_t t_begin,
+                                  uint32_t t_count, double *out, double *lse);
+
 #ifdef __cplusplus
 }
 #endif

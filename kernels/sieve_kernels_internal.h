@@ -177,6 +177,50 @@ int sieve__cuda_causal_attention(void *ctx, const sieve_attn_params *p, const vo
                                  const void *keys, const void *values, void *scratch,
                                  size_t scratch_bytes, float *out, float *lse, double *ms);
 
+/* ---- block-sparse prefill (kernels/block_sparse.c checks the arguments and dispatches) */
+
+/* Checks p (the shape as sieve__check_attn_params, block >= 1, alpha in [0, 1], correct 0
+ * or 1, the selection's size within int64). 0 or SIEVE_EINVAL. */
+int sieve__check_bsp_params(const sieve_bsp_params *p);
+
+/* Tiles of p: ceil(n_queries / block). */
+static inline uint32_t sieve__bsp_tiles(const sieve_bsp_params *p) {
+    return (uint32_t)(((uint64_t)p->attn.n_queries + p->block - 1) / p->block);
+}
+/* n_I: the blocks tile I's last token sees any key of (>= 1). */
+static inline uint32_t sieve__bsp_visible_blocks(const sieve_bsp_params *p, uint32_t tile) {
+    const uint64_t last = (uint64_t)tile * p->block + p->block - 1;
+    const uint32_t t = last < p->attn.n_queries ? (uint32_t)last : p->attn.n_queries - 1;
+    return (uint32_t)(((uint64_t)sieve__attn_visible(&p->attn, t) + p->block - 1) / p->block);
+}
+/* The full blocks of tile I (every token sees all B keys): J < this. */
+static inline uint32_t sieve__bsp_full_blocks(const sieve_bsp_params *p, uint32_t tile) {
+    return sieve__attn_visible(&p->attn, (uint32_t)((uint64_t)tile * p->block)) / p->block;
+}
+/* Whether block J (visible to tile I, J < n_I) is kept whatever its score: not full, a
+ * sink block, or among the window's last full blocks. */
+static inline int sieve__bsp_forced(const sieve_bsp_params *p, uint32_t tile, uint32_t J) {
+    const uint32_t nf = sieve__bsp_full_blocks(p, tile);
+    return J >= nf || J < p->sink_blocks || (uint64_t)J + p->window_blocks >= nf;
+}
+
+/* CPU backend (kernels/cpu/block_sparse.c), host memory, arguments already checked;
+ * sel_counts / sel_blocks optional (both or neither); fills every stats field but
+ * ms_total (stats may be NULL). */
+int sieve__cpu_block_sparse_prefill(const sieve_device *dev, const sieve_bsp_params *p,
+                                    const void *q, const void *keys, const void *values,
+                                    float *out, float *lse, uint32_t *sel_counts,
+                                    int32_t *sel_blocks, sieve_bsp_stats *stats);
+
+/* CUDA backend (kernels/cuda/block_sparse.cu; SIEVE_ENODEV from the stub); fills every
+ * stats field but ms_total. */
+int sieve__cuda_bsp_scratch_size(void *ctx, const sieve_bsp_params *p, size_t *bytes);
+int sieve__cuda_block_sparse_prefill(void *ctx, const sieve_bsp_params *p, const void *q,
+                                     const void *keys, const void *values, void *scratch,
+                                     size_t scratch_bytes, float *out, float *lse,
+                                     uint32_t *sel_counts, int32_t *sel_blocks,
+                                     sieve_bsp_stats *stats);
+
 #ifdef __CUDACC__
 #define SIEVE__HD __host__ __device__
 #else

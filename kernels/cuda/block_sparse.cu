@@ -1,0 +1,590 @@
+/* block_sparse.cu: the CUDA backend of block-sparse prefill with mean correction
+ * (sieve_kernels.h, "attention: block-sparse prefill"; FlashPrefill V2).
+ *
+ * Owns: the pooling kernel (each key block's mean key and value row), the block-score
+ * kernel (each query tile's per-block maximum and sum of exponentials over the pooled keys),
+ * the select kernel (threshold, forced blocks, the kept and corrected lists), the scratch
+ * layout and the host flow (pool -> scores -> select -> attention -> one wait). The
+ * attention itself is attn_kernel.cuh's kernel in its SA_BLOCKS mode.
+ * Must not: write the score matrix of tokens and keys, keep state between calls.
+ *
+ * Pooling. One CTA a (block, kv head): each thread sums one column over the block's rows in
+ * double, ascending position, divides by the rows and rounds to float32 and then to the
+ * storage dtype (the contract's pooled rows, bit-identical to the CPU's).
+ *
+ * Scores. One CTA (8 warps) a (tile, kv head), the tiles of the most blocks first. The
+ * tile's rows (token-major: its tokens x the kv head's query heads) are taken 256 at a time
+ * (two m16 blocks a warp, Q fragments in registers); the visible pooled keys stream through
+ * shared memory 64 blocks a chunk (cp.async, swizzled for ldmatrix). Per chunk: scores on the
+ * tensor cores (m16n8k16, float32), scaled into the log2 domain, each column's maximum over
+ * the rows (warp shuffles, then across warps in shared memory) and its sum of 2^(v - max);
+ * row passes after the first merge into the (max, sum) already written. Output: (m_J, S_J)
+ * for every visible block J, so E_J = S_J 2^(m_J - M) with M = max m_J.
+ *
+ * Select. One CTA a (tile, kv head): M and max E_J by block reductions, then every visible
+ * block in order, 256 at a time: kept (forced, or E_J >= alpha max E) or corrected (a full
+ * block not kept, when correction is on), compacted by a block scan into the two ascending
+ * lists.
+ */
+#include <cub/cub.cuh>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "attn_kernel.cuh"
+
+using namespace sieve_cuda;
+
+namespace {
+
+constexpr int BS_SCORE_THREADS = 256; /* 8 warps, 32 rows each: 256 rows a pass */
+constexpr int BS_COLS = 64;           /* pooled keys a chunk */
+constexpr int BS_SELECT_THREADS = 256;
+
+/* The call's geometry: tiles of B tokens over keys of blocks of B. */
+struct Geom {
+    uint32_t T, L, pos0, B, tiles;
+    /* keys token t sees */
+    __device__ uint32_t seen(uint32_t t) const {
+        const uint64_t v = (uint64_t)pos0 + t + 1;
+        return v < L ? (uint32_t)v : L;
+    }
+    __device__ uint32_t ntok(uint32_t I) const { return T - I * B < B ? T - I * B : B; }
+    /* n_I: blocks the last token sees any key of; nf: blocks every token sees whole */
+    __device__ uint32_t visible(uint32_t I) const {
+        return (uint32_t)(((uint64_t)seen(I * B + ntok(I) - 1) + B - 1) / B);
+    }
+    __device__ uint32_t full(uint32_t I) const { return seen(I * B) / B; }
+};
+
+/* ---------------------------------------------------------------- pooling */
+
+template <typename E>
+__device__ inline E from_float(float x);
+template <>
+__device__ inline __nv_bfloat16 from_float<__nv_bfloat16>(float x) {
+    return __float2bfloat16_rn(x);
+}
+template <>
+__device__ inline __half from_float<__half>(float x) {
+    return __float2half_rn(x);
+}
+template <typename E>
+__device__ inline float to_float(E x);
+template <>
+__device__ inline float to_float<__nv_bfloat16>(__nv_bfloat16 x) {
+    return __bfloat162float(x);
+}
+template <>
+__device__ inline float to_float<__half>(__half x) {
+    return __half2float(x);
+}
+
+template <typename E>
+__global__ void __launch_bounds__(128)
+bs_pool_kernel(const E *keys, const E *values, uint32_t L, uint32_t Hkv, uint32_t D,
+               uint32_t DV, uint32_t B, E *pk, E *pv) {
+    const uint32_t J = blockIdx.x, g = blockIdx.y;
+    const uint64_t s0 = (uint64_t)J * B;
+    const uint32_t n = L - s0 < B ? (uint32_t)(L - s0) : B;
+    for (uint32_t d = threadIdx.x; d < D; d += blockDim.x) {
+        double acc = 0.0;
+        for (uint32_t i = 0; i < n; i++)
+            acc += (double)to_float(keys[((s0 + i) * Hkv + g) * D + d]);
+        pk[((size_t)J * Hkv + g) * D + d] = from_float<E>((float)(acc / (double)n));
+    }
+    for (uint32_t d = threadIdx.x; d < DV; d += blockDim.x) {
+        double acc = 0.0;
+        for (uint32_t i = 0; i < n; i++)
+            acc += (double)to_float(values[((s0 + i) * Hkv + g) * DV + d]);
+        pv[((size_t)J * Hkv + g) * DV + d] = from_float<E>((float)(acc / (double)n));
+    }
+}
+
+/* ---------------------------------------------------------------- block scores */
+
+struct ScoreArgs {
+    const void *q, *pk;
+    Geom geo;
+    uint32_t Hq, Hkv, R;
+    float scale_log2;
+    const unsigned long long *tile_off;
+    unsigned long long per_head;
+    float2 *ms; /* Hkv x per_head: (m_J, S_J) in the log2 domain */
+};
+
+template <typename E, int D>
+__global__ void __launch_bounds__(BS_SCORE_THREADS)
+bs_score_kernel(ScoreArgs a) {
+    using Ops = MmaOps<E>;
+    __shared__ __align__(128) unsigned char kS_raw[2][BS_COLS * D * 2];
+    __shared__ float red[8][BS_COLS];
+    __shared__ float colmax[BS_COLS];
+    const uint32_t tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const uint32_t gq = lane >> 2, tq = lane & 3;
+    const uint32_t I = a.geo.tiles - 1 - blockIdx.x, kvh = blockIdx.y;
+    const uint32_t nI = a.geo.visible(I), ntok = a.geo.ntok(I);
+    const uint32_t rows = ntok * a.R;
+    float2 *out = a.ms + (size_t)kvh * a.per_head + a.tile_off[I];
+    const E *pbase = (const E *)a.pk + (size_t)kvh * D;
+    const size_t pstride = (size_t)a.Hkv * D;
+    const uint32_t nchunks = (nI + BS_COLS - 1) / BS_COLS;
+
+    auto load_chunk = [&](uint32_t c, int buf) {
+        constexpr int KC = D / 8;
+        for (uint32_t i = tid; i < (uint32_t)(BS_COLS * KC); i += BS_SCORE_THREADS) {
+            const uint32_t n = i / KC, k = i % KC;
+            const uint64_t J = (uint64_t)c * BS_COLS + n;
+            const bool ok = J < nI;
+            const E *src = ok ? pbase + J * pstride + k * 8 : pbase;
+            cp_async16(kS_raw[buf] + sw_off<D>(n, k), src, ok ? 16 : 0);
+        }
+        cp_async_commit();
+    };
+
+    for (uint32_t r0 = 0; r0 < rows; r0 += BS_SCORE_THREADS) {
+        /* this thread's rows: block mb, rows gq and gq + 8 */
+        uint32_t qf[2][D / 16][4];
+        bool valid[2][2];
+#pragma unroll
+        for (int mb = 0; mb < 2; mb++) {
+            const E *qr[2];
+#pragma unroll
+            for (int i = 0; i < 2; i++) {
+                const uint32_t r = r0 + warp * 32 + mb * 16 + gq + 8 * i;
+                valid[mb][i] = r < rows;
+                const uint32_t t = I * a.geo.B + r / a.R, h = kvh * a.R + r % a.R;
+                qr[i] = valid[mb][i] ? (const E *)a.q + ((size_t)t * a.Hq + h) * D : nullptr;
+            }
+#pragma unroll
+            for (int ks = 0; ks < D / 16; ks++) {
+                const uint32_t c0 = ks * 16 + 2 * tq;
+                qf[mb][ks][0] = qr[0] ? *(const uint32_t *)(qr[0] + c0) : 0u;
+                qf[mb][ks][1] = qr[1] ? *(const uint32_t *)(qr[1] + c0) : 0u;
+                qf[mb][ks][2] = qr[0] ? *(const uint32_t *)(qr[0] + c0 + 8) : 0u;
+                qf[mb][ks][3] = qr[1] ? *(const uint32_t *)(qr[1] + c0 + 8) : 0u;
+            }
+        }
+        load_chunk(0, 0);
+        for (uint32_t c = 0; c < nchunks; c++) {
+            if (c + 1 < nchunks) {
+                load_chunk(c + 1, (c + 1) & 1);
+                cp_async_wait<1>();
+            } else {
+                cp_async_wait<0>();
+            }
+            __syncthreads();
+            const uint32_t kS = smem_u32(kS_raw[c & 1]);
+            float s[2][8][4];
+#pragma unroll
+            for (int mb = 0; mb < 2; mb++)
+#pragma unroll
+                for (int j = 0; j < 8; j++) s[mb][j][0] = s[mb][j][1] = s[mb][j][2] = s[mb][j][3] = 0.f;
+#pragma unroll
+            for (int ks = 0; ks < D / 16; ks += 2) {
+#pragma unroll
+                for (int j = 0; j < 8; j++) {
+                    const uint32_t n = j * 8 + (lane & 7);
+                    uint32_t b0, b1, b2, b3;
+                    ldsm_x4(kS + sw_off<D>(n, ks * 2 + (lane >> 3)), b0, b1, b2, b3);
+#pragma unroll
+                    for (int mb = 0; mb < 2; mb++) {
+                        Ops::mma(s[mb][j], qf[mb][ks], b0, b1);
+                        Ops::mma(s[mb][j], qf[mb][ks + 1], b2, b3);
+                    }
+                }
+            }
+            /* scale; rows past the tile -inf; each column's maximum over the warp's rows */
+#pragma unroll
+            for (int j = 0; j < 8; j++)
+#pragma unroll
+                for (int e = 0; e < 2; e++) {
+                    float mx = -INFINITY;
+#pragma unroll
+                    for (int mb = 0; mb < 2; mb++)
+#pragma unroll
+                        for (int i = 0; i < 2; i++) {
+                            float &v = s[mb][j][2 * i + e];
+                            v = valid[mb][i] ? v * a.scale_log2 : -INFINITY;
+                            mx = fmaxf(mx, v);
+                        }
+                    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 4));
+                    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 8));
+                    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 16));
+                    if (gq == 0) red[warp][j * 8 + 2 * tq + e] = mx;
+                }
+            __syncthreads();
+            if (tid < (uint32_t)BS_COLS) {
+                float mx = red[0][tid];
+#pragma unroll
+                for (int w = 1; w < 8; w++) mx = fmaxf(mx, red[w][tid]);
+                colmax[tid] = mx;
+            }
+            __syncthreads();
+            /* each column's sum of 2^(v - max) */
+#pragma unroll
+            for (int j = 0; j < 8; j++)
+#pragma unroll
+                for (int e = 0; e < 2; e++) {
+                    const uint32_t col = j * 8 + 2 * tq + e;
+                    const float m = colmax[col];
+                    const float mb0 = m == -INFINITY ? 0.f : m;
+                    float sum = 0.f;
+#pragma unroll
+                    for (int mb = 0; mb < 2; mb++)
+#pragma unroll
+                        for (int i = 0; i < 2; i++) sum += fast_exp2(s[mb][j][2 * i + e] - mb0);
+                    sum += __shfl_xor_sync(0xffffffffu, sum, 4);
+                    sum += __shfl_xor_sync(0xffffffffu, sum, 8);
+                    sum += __shfl_xor_sync(0xffffffffu, sum, 16);
+                    if (gq == 0) red[warp][col] = sum;
+                }
+            __syncthreads();
+            if (tid < (uint32_t)BS_COLS) {
+                const uint64_t J = (uint64_t)c * BS_COLS + tid;
+                if (J < nI) {
+                    float sum = 0.f;
+#pragma unroll
+                    for (int w = 0; w < 8; w++) sum += red[w][tid];
+                    float m = colmax[tid];
+                    if (m == -INFINITY) sum = 0.f;
+                    if (r0 > 0) { /* merge with the earlier passes' (max, sum) */
+                        const float2 o = out[J];
+                        const float M = fmaxf(o.x, m);
+                        const float Mb = M == -INFINITY ? 0.f : M;
+                        sum = o.y * exp2f(o.x - Mb) + sum * exp2f(m - Mb);
+                        m = M;
+                    }
+                    out[J] = make_float2(m, sum);
+                }
+            }
+            __syncthreads(); /* red, colmax and the chunk's buffer free for the next chunk */
+        }
+    }
+}
+
+/* ---------------------------------------------------------------- select */
+
+struct SelectArgs {
+    Geom geo;
+    uint32_t Hkv, sink, window;
+    float alpha;
+    int correct;
+    const unsigned long long *tile_off;
+    unsigned long long per_head;
+    const float2 *ms;
+    uint32_t *kept_count, *corr_count; /* Hkv x tiles */
+    int32_t *kept, *corr;              /* Hkv x per_head */
+};
+
+struct MaxF {
+    __device__ float operator()(float x, float y) const { return fmaxf(x, y); }
+};
+
+__global__ void __launch_bounds__(BS_SELECT_THREADS)
+bs_select_kernel(SelectArgs a) {
+    using Reduce = cub::BlockReduce<float, BS_SELECT_THREADS>;
+    using Scan = cub::BlockScan<uint32_t, BS_SELECT_THREADS>;
+    __shared__ union {
+        typename Reduce::TempStorage reduce;
+        typename Scan::TempStorage scan;
+    } tmp;
+    __shared__ float s_val;
+    const uint32_t tid = threadIdx.x;
+    const uint32_t I = blockIdx.x, kvh = blockIdx.y;
+    const uint32_t nI = a.geo.visible(I), nf = a.geo.full(I);
+    const size_t lb = (size_t)kvh * a.per_head + a.tile_off[I];
+    const float2 *ms = a.ms + lb;
+    float M = -INFINITY;
+    for (uint32_t J = tid; J < nI; J += BS_SELECT_THREADS) M = fmaxf(M, ms[J].x);
+    M = Reduce(tmp.reduce).Reduce(M, MaxF{});
+    if (tid == 0) s_val = M;
+    __syncthreads();
+    M = s_val;
+    const float Mb = M == -INFINITY ? 0.f : M;
+    __syncthreads();
+    float emax = 0.f;
+    for (uint32_t J = tid; J < nI; J += BS_SELECT_THREADS)
+        emax = fmaxf(emax, ms[J].y * exp2f(ms[J].x - Mb));
+    emax = Reduce(tmp.reduce).Reduce(emax, MaxF{});
+    if (tid == 0) s_val = emax;
+    __syncthreads();
+    const float thr = a.alpha * s_val;
+    uint32_t nk = 0, nc = 0;
+    int32_t *kept = a.kept + lb, *corr = a.corr + lb;
+    for (uint32_t J0 = 0; J0 < nI; J0 += BS_SELECT_THREADS) {
+        const uint32_t J = J0 + tid;
+        bool keep = false, cor = false;
+        if (J < nI) {
+            const bool forced = J >= nf || J < a.sink || (uint64_t)J + a.window >= nf;
+            keep = forced || ms[J].y * exp2f(ms[J].x - Mb) >= thr;
+            cor = !keep && a.correct; /* not forced: J < nf, a full block */
+        }
+        const uint32_t v = (keep ? 1u : 0u) | (cor ? 1u << 16 : 0u);
+        uint32_t before, total;
+        Scan(tmp.scan).ExclusiveSum(v, before, total);
+        if (keep) kept[nk + (before & 0xffffu)] = (int32_t)J;
+        if (cor) corr[nc + (before >> 16)] = (int32_t)J;
+        nk += total & 0xffffu;
+        nc += total >> 16;
+        __syncthreads(); /* the scan's storage reused */
+    }
+    if (tid == 0) {
+        a.kept_count[(size_t)kvh * a.geo.tiles + I] = nk;
+        a.corr_count[(size_t)kvh * a.geo.tiles + I] = nc;
+    }
+}
+
+/* ---------------------------------------------------------------- host */
+
+struct BspPlan {
+    SaPlan at;         /* the attention launch */
+    uint32_t tiles, nblocks;
+    uint64_t per_head;
+    size_t o_pk, o_pv, o_off, o_ms, o_kc, o_kl, o_cc, o_cl, o_part, total;
+};
+
+int check_bsp_shape(const sieve__cuda_ctx *c, const sieve_bsp_params *p) {
+    const sieve_attn_params *a = &p->attn;
+    if (a->dtype != SIEVE_DTYPE_F16 && a->dtype != SIEVE_DTYPE_BF16) return SIEVE_ENOTSUP;
+    if ((a->head_dim != 64 && a->head_dim != 128) || (a->v_dim != 64 && a->v_dim != 128))
+        return SIEVE_ENOTSUP;
+    if (a->kv_heads > 65535) return SIEVE_ENOTSUP; /* the grids' y */
+    if (a->q_heads / a->kv_heads > SA_MAX_R) return SIEVE_ENOTSUP;
+    if (p->block != 64 && p->block != 128) return SIEVE_ENOTSUP;
+    if (c && c->prop.major < 9) return SIEVE_ENOTSUP;
+    return 0;
+}
+
+/* Host copy of the tiles' list offsets (tiles + 1 values); NULL when out of memory. */
+unsigned long long *tile_offsets(const sieve_bsp_params *p, uint32_t tiles) {
+    unsigned long long *off = (unsigned long long *)malloc(((size_t)tiles + 1) * 8);
+    if (!off) return nullptr;
+    off[0] = 0;
+    for (uint32_t i = 0; i < tiles; i++) off[i + 1] = off[i] + sieve__bsp_visible_blocks(p, i);
+    return off;
+}
+
+int make_bsp_plan(const sieve_bsp_params *p, int sms, BspPlan *pl) {
+    memset(pl, 0, sizeof *pl);
+    const sieve_attn_params *a = &p->attn;
+    pl->tiles = sieve__bsp_tiles(p);
+    pl->nblocks = (uint32_t)(((uint64_t)a->n_keys + p->block - 1) / p->block);
+    uint64_t ph = 0, nmax = 0;
+    for (uint32_t i = 0; i < pl->tiles; i++) {
+        const uint32_t n = sieve__bsp_visible_blocks(p, i);
+        ph += n;
+        if (n > nmax) nmax = n;
+    }
+    pl->per_head = ph;
+    /* the attention: groups of a power of two tokens (so none straddles a tile), 64 rows */
+    SaPlan &at = pl->at;
+    at.R = a->q_heads / a->kv_heads;
+    uint32_t G = 1;
+    while (at.R <= (uint32_t)SA_ROWS && G * 2 * at.R <= (uint32_t)SA_ROWS) G *= 2;
+    at.G = G;
+    at.groups = (a->n_queries + G - 1) / G;
+    const char *st = getenv("SIEVE_CUDA_SA_STAGES"); /* a tuning hook, as causal attention's */
+    at.stages = st && !strcmp(st, "2") ? 2 : 3;
+    at.rows = (a->n_queries < G ? a->n_queries : G) * at.R;
+    const uint64_t ctas = ((uint64_t)at.rows + SA_ROWS - 1) / SA_ROWS * a->kv_heads * at.groups;
+    const uint64_t want = 2 * (uint64_t)(sms > 0 ? sms : 132);
+    /* at most: every visible block kept, or one kept and the rest pooled */
+    const uint64_t tiles_max = nmax * (p->block / SA_BN) + (nmax + SA_BN - 1) / SA_BN;
+    uint64_t nsl = ctas >= want ? 1 : (want + ctas - 1) / ctas;
+    if (nsl > 32) nsl = 32;
+    if (nsl > tiles_max) nsl = tiles_max;
+    at.nsl = nsl ? (uint32_t)nsl : 1;
+    /* sizes */
+    const uint64_t Hkv = a->kv_heads;
+    const uint64_t pk = (uint64_t)pl->nblocks * Hkv * a->head_dim * 2;
+    const uint64_t pv = (uint64_t)pl->nblocks * Hkv * a->v_dim * 2;
+    const uint64_t lists = Hkv * ph; /* checked within INT64_MAX by the dispatcher */
+    const uint64_t counts = Hkv * pl->tiles;
+    if (lists > (uint64_t)(SIZE_MAX / 64) || pk > (uint64_t)(SIZE_MAX / 8) ||
+        pv > (uint64_t)(SIZE_MAX / 8))
+        return SIEVE_EINVAL;
+    uint64_t part = 0;
+    if (at.nsl > 1) {
+        part = (uint64_t)at.nsl * a->n_queries * a->q_heads * (a->v_dim + 2) * 4;
+        if (part > (uint64_t)(SIZE_MAX / 8)) return SIEVE_EINVAL;
+    }
+    size_t o = 0;
+    pl->o_pk = o;
+    o = sieve__align_up(o + (size_t)pk, 256);
+    pl->o_pv = o;
+    o = sieve__align_up(o + (size_t)pv, 256);
+    pl->o_off = o;
+    o = sieve__align_up(o + ((size_t)pl->tiles + 1) * 8, 256);
+    pl->o_ms = o;
+    o = sieve__align_up(o + (size_t)lists * 8, 256);
+    pl->o_kc = o;
+    o = sieve__align_up(o + (size_t)counts * 4, 256);
+    pl->o_cc = o;
+    o = sieve__align_up(o + (size_t)counts * 4, 256);
+    pl->o_kl = o;
+    o = sieve__align_up(o + (size_t)lists * 4, 256);
+    pl->o_cl = o;
+    o = sieve__align_up(o + (size_t)lists * 4, 256);
+    pl->o_part = o;
+    o = sieve__align_up(o + (size_t)part, 256);
+    pl->total = o;
+    return 0;
+}
+
+template <typename E>
+int launch_select(const sieve_bsp_params *p, const BspPlan &pl, const Geom &geo,
+                  const void *q, const void *keys, const void *values, unsigned char *base,
+                  uint32_t *kc, int32_t *kl, cudaStream_t s) {
+    const sieve_attn_params *a = &p->attn;
+    E *pk = (E *)(base + pl.o_pk), *pv = (E *)(base + pl.o_pv);
+    bs_pool_kernel<E><<<dim3(pl.nblocks, a->kv_heads), 128, 0, s>>>(
+        (const E *)keys, (const E *)values, a->n_keys, a->kv_heads, a->head_dim, a->v_dim,
+        p->block, pk, pv);
+    SIEVE_CUDA_LAUNCH_CHECK();
+    const float scale = a->scale != 0.f ? a->scale : 1.f / sqrtf((float)a->head_dim);
+    ScoreArgs sa{q, pk, geo, a->q_heads, a->kv_heads, pl.at.R,
+                 (float)((double)scale * 1.4426950408889634),
+                 (const unsigned long long *)(base + pl.o_off), pl.per_head,
+                 (float2 *)(base + pl.o_ms)};
+    const dim3 grid(pl.tiles, a->kv_heads);
+    if (a->head_dim == 64)
+        bs_score_kernel<E, 64><<<grid, BS_SCORE_THREADS, 0, s>>>(sa);
+    else
+        bs_score_kernel<E, 128><<<grid, BS_SCORE_THREADS, 0, s>>>(sa);
+    SIEVE_CUDA_LAUNCH_CHECK();
+    SelectArgs se{geo, a->kv_heads, p->sink_blocks, p->window_blocks, p->alpha, p->correct,
+                  (const unsigned long long *)(base + pl.o_off), pl.per_head,
+                  (const float2 *)(base + pl.o_ms), kc, (uint32_t *)(base + pl.o_cc), kl,
+                  (int32_t *)(base + pl.o_cl)};
+    bs_select_kernel<<<grid, BS_SELECT_THREADS, 0, s>>>(se);
+    SIEVE_CUDA_LAUNCH_CHECK();
+    return 0;
+}
+
+int run_bsp(sieve__cuda_ctx *c, const sieve_bsp_params *p, const void *q, const void *keys,
+            const void *values, void *scratch, size_t scratch_bytes, float *out, float *lse,
+            uint32_t *sel_counts, int32_t *sel_blocks, sieve_bsp_stats *stats) {
+    int rc = check_bsp_shape(c, p);
+    if (rc) return rc;
+    const sieve_attn_params *a = &p->attn;
+    if (((uintptr_t)q | (uintptr_t)keys | (uintptr_t)values) & 15) return SIEVE_ENOTSUP;
+    if ((uintptr_t)scratch & 255) return SIEVE_EINVAL;
+    if (((uintptr_t)out | (uintptr_t)lse | (uintptr_t)sel_counts | (uintptr_t)sel_blocks) & 3)
+        return SIEVE_EINVAL;
+    BspPlan pl;
+    rc = make_bsp_plan(p, c->prop.multiProcessorCount, &pl);
+    if (rc) return rc;
+    SIEVE_CUDA_TRY(cudaSetDevice(c->ordinal));
+    unsigned char *base = (unsigned char *)scratch;
+    if (!base) {
+        rc = sieve__cuda_ensure_work(c, pl.total);
+        if (rc) return rc;
+        base = (unsigned char *)c->work;
+    } else if (scratch_bytes < pl.total) {
+        return SIEVE_ENOSPC;
+    }
+    unsigned long long *off = tile_offsets(p, pl.tiles);
+    if (!off) return SIEVE_ENOMEM;
+    sieve__cuda_events<3> ev;
+    rc = ev.create();
+    if (rc) {
+        free(off);
+        return rc;
+    }
+    cudaStream_t s = c->stream;
+    /* pageable source: the copy has read it when the call returns */
+    const cudaError_t ce = cudaMemcpyAsync(base + pl.o_off, off, ((size_t)pl.tiles + 1) * 8,
+                                           cudaMemcpyHostToDevice, s);
+    free(off);
+    if (ce != cudaSuccess) return sieve__cuda_fail(ce, "cudaMemcpyAsync", __FILE__, __LINE__);
+    uint32_t *kc = sel_counts ? sel_counts : (uint32_t *)(base + pl.o_kc);
+    int32_t *kl = sel_blocks ? sel_blocks : (int32_t *)(base + pl.o_kl);
+    const Geom geo{a->n_queries, a->n_keys, a->pos0, p->block, pl.tiles};
+
+    SIEVE_CUDA_TRY(cudaEventRecord(ev.e[0], s));
+    rc = a->dtype == SIEVE_DTYPE_BF16
+             ? launch_select<__nv_bfloat16>(p, pl, geo, q, keys, values, base, kc, kl, s)
+             : launch_select<__half>(p, pl, geo, q, keys, values, base, kc, kl, s);
+    if (rc) return rc;
+    SIEVE_CUDA_TRY(cudaEventRecord(ev.e[1], s));
+
+    const float scale = a->scale != 0.f ? a->scale : 1.f / sqrtf((float)a->head_dim);
+    AttnArgs aa{q, keys, values, nullptr, nullptr, nullptr, 0, a->n_queries, a->q_heads,
+                a->kv_heads, pl.at.R, pl.at.G, 0, (float)((double)scale * 1.4426950408889634),
+                out, lse, pl.at.nsl, pl.at.nsl > 1 ? (float *)(base + pl.o_part) : nullptr,
+                a->n_keys, a->pos0, pl.at.groups};
+    aa.kept_count = kc;
+    aa.corr_count = (const uint32_t *)(base + pl.o_cc);
+    aa.kept = kl;
+    aa.corr = (const int32_t *)(base + pl.o_cl);
+    aa.tile_off = (const unsigned long long *)(base + pl.o_off);
+    aa.per_head = pl.per_head;
+    aa.tiles = pl.tiles;
+    aa.block = p->block;
+    aa.bsub = p->block / SA_BN;
+    aa.pkeys = base + pl.o_pk;
+    aa.pvalues = base + pl.o_pv;
+    aa.corr_log2 = log2f((float)p->block);
+    rc = attend<SA_BLOCKS>(aa, pl.at, a->dtype, a->head_dim, a->v_dim, s);
+    if (rc) return rc;
+    SIEVE_CUDA_TRY(cudaEventRecord(ev.e[2], s));
+    SIEVE_CUDA_TRY(cudaStreamSynchronize(s));
+    if (stats) {
+        const size_t n = (size_t)a->kv_heads * pl.tiles;
+        uint32_t *h = (uint32_t *)malloc(n * 8);
+        if (!h) return SIEVE_ENOMEM;
+        cudaError_t e = cudaMemcpy(h, kc, n * 4, cudaMemcpyDeviceToHost);
+        if (e == cudaSuccess)
+            e = cudaMemcpy(h + n, base + pl.o_cc, n * 4, cudaMemcpyDeviceToHost);
+        if (e != cudaSuccess) {
+            free(h);
+            return sieve__cuda_fail(e, "cudaMemcpy", __FILE__, __LINE__);
+        }
+        sieve_bsp_stats st;
+        memset(&st, 0, sizeof st);
+        st.visible_blocks = (uint64_t)a->kv_heads * pl.per_head;
+        for (size_t i = 0; i < n; i++) {
+            st.kept_blocks += h[i];
+            st.corrected_blocks += h[n + i];
+        }
+        free(h);
+        st.density = st.visible_blocks ? (double)st.kept_blocks / (double)st.visible_blocks : 0.0;
+        st.ms_select = ev.ms(0, 1);
+        st.ms_attend = ev.ms(1, 2);
+        *stats = st;
+    }
+    return 0;
+}
+
+} // namespace
+
+extern "C" int sieve__cuda_bsp_scratch_size(void *ctx, const sieve_bsp_params *p,
+                                            size_t *bytes) {
+    const sieve__cuda_ctx *c = (const sieve__cuda_ctx *)ctx;
+    int rc = check_bsp_shape(c, p);
+    if (rc) return rc;
+    BspPlan pl;
+    rc = make_bsp_plan(p, c ? c->prop.multiProcessorCount : 0, &pl);
+    if (rc) return rc;
+    *bytes = pl.total;
+    return 0;
+}
+
+extern "C" int sieve__cuda_block_sparse_prefill(void *ctx, const sieve_bsp_params *p,
+                                                const void *q, const void *keys,
+                                                const void *values, void *scratch,
+                                                size_t scratch_bytes, float *out, float *lse,
+                                                uint32_t *sel_counts, int32_t *sel_blocks,
+                                                sieve_bsp_stats *stats) {
+    sieve__cuda_ctx *c = (sieve__cuda_ctx *)ctx;
+    const int rc = run_bsp(c, p, q, keys, values, scratch, scratch_bytes, out, lse, sel_counts,
+                           sel_blocks, stats);
+    if (rc && rc != SIEVE_EINVAL && rc != SIEVE_ENOTSUP && rc != SIEVE_ENOSPC) {
+        cudaStreamSynchronize(c->stream); /* queued work may still write scratch and out */
+        cudaGetLastError();
+    }
+    return rc;
+}
