@@ -6,7 +6,8 @@
  * the dtype's rate, or its bytes at --bw), the recovery-path counts, a table and JSON lines.
  * Grouped sparse attention and dense causal attention have their own files
  * (bench_sparse_attn.c, bench_dense_attn.c), reached as `attention sparse` and `attention
- * dense`. Must not: touch the store or the server.
+ * dense`, and block-sparse prefill too (bench_bsp.c, `attention prefill`). Must not: touch
+ * the store or the server.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
@@ -41,6 +42,9 @@ static void attn_usage(FILE *f) {
             "                                                  sieve-bench attention sparse --help)\n"
             "       sieve-bench attention dense [options]    (dense causal attention; see\n"
             "                                                  sieve-bench attention dense --help)\n"
+            "       sieve-bench attention prefill [options]  (block-sparse prefill with mean\n"
+            "                                                  correction against dense; see\n"
+            "                                                  sieve-bench attention prefill --help)\n"
             "\n"
             "Times the fused indexer top-k of DeepSeek-style sparse attention,\n"
             "    I[t,s] = sum_h w[t,h] * relu(q[t,h] . key[s]),  the k best keys per query,\n"
@@ -306,6 +310,8 @@ int sieve_bench_attention(int argc, char **argv) {
         return sieve_bench_sparse_attention(argc - 1, argv + 1);
     if (argc > 0 && !strcmp(argv[0], "dense"))
         return sieve_bench_dense_attention(argc - 1, argv + 1);
+    if (argc > 0 && !strcmp(argv[0], "prefill"))
+        return sieve_bench_prefill_attention(argc - 1, argv + 1);
     if (argc > 0 && !strcmp(argv[0], "indexer")) {
         argc--;
         argv++;

@@ -1,5 +1,5 @@
-/* bench_attn_opts.h: the options sieve-bench's `attention sparse` and `attention dense` modes
- * share (bench/ only, not installed). */
+/* bench_attn_opts.h: the options sieve-bench's `attention sparse`, `attention dense` and
+ * `attention prefill` modes share (bench/ only, not installed). */
 #ifndef SIEVE_BENCH_ATTN_OPTS_H
 #define SIEVE_BENCH_ATTN_OPTS_H
 

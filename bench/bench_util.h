@@ -26,5 +26,7 @@ int sieve_bench_attention(int argc, char **argv);
 int sieve_bench_sparse_attention(int argc, char **argv);
 /* `attention dense` (bench_dense_attn.c): argv after "dense". Exit status. */
 int sieve_bench_dense_attention(int argc, char **argv);
+/* `attention prefill` (bench_bsp.c): argv after "prefill". Exit status. */
+int sieve_bench_prefill_attention(int argc, char **argv);
 
 #endif

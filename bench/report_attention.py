@@ -10,10 +10,17 @@ attention, the summary against its target (at least 1.5x where 16 neighbouring t
 overlap heavily: a group's union at most twice one token's set) and a plot of the speedup
 against the union's size (PREFIX-sparse.png). With `sieve-bench attention dense` lines (--dense,
 or among --sieve's) and `torch_attention.py dense` lines (--torch), a table of the in-house
-dense causal attention beside torch's flash and cuDNN backends.
+dense causal attention beside torch's flash and cuDNN backends. With `sieve-bench attention
+prefill` lines (--prefill, or among --sieve's), a table of block-sparse prefill with mean
+correction (corrected) and without it (dropped) against the in-house dense attention and,
+where --torch has dense lines of the same length and heads, against torch's flash and cuDNN
+backends; the summary against its target (at 128K: at least 20x torch flash, 10x cuDNN; mean
+correction closer to dense than dropping) and a plot of time against the length
+(PREFIX-prefill.png).
 
 usage: bench/report_attention.py --sieve attn.json [--torch torch.json] [--sparse s.json]
-                                 [--dense d.json] [--md out.md] [--plots PREFIX]
+                                 [--dense d.json] [--prefill p.json] [--md out.md]
+                                 [--plots PREFIX]
 """
 import argparse
 import os
@@ -27,6 +34,9 @@ MAT_X = 1.7      # at least 1.7x faster than the materialized path ...
 MAT_MIN_L = 65536  # ... at L >= 64K
 GROUP_X = 1.5    # grouped sparse attention at least 1.5x over per query ...
 HEAVY_UNION = 2.0  # ... where 16 neighbours overlap heavily: union <= 2 x one set
+FLASH_X = 20.0   # block-sparse prefill at least 20x torch flash ...
+CUDNN_X = 10.0   # ... and 10x cuDNN dense ...
+PREFILL_L = 131072  # ... at 128K (targets.md, about 5% density)
 
 
 def key(r):
@@ -44,16 +54,20 @@ def main(argv=None):
     ap.add_argument("--torch", help="torch_attention.py indexer --json lines (same run)")
     ap.add_argument("--sparse", help="sieve-bench attention sparse --json lines")
     ap.add_argument("--dense", help="sieve-bench attention dense --json lines")
+    ap.add_argument("--prefill", help="sieve-bench attention prefill --json lines")
     ap.add_argument("--md", help="also write the Markdown here")
     ap.add_argument("--plots", help="write PREFIX-vs-L.png and PREFIX-vs-T.png")
     a = ap.parse_args(argv)
 
-    sieve, sparse, dense = {}, {}, {}
+    sieve, sparse, dense, prefill = {}, {}, {}, {}
     failed = []  # lines of a shape whose run failed (no time): reported, and the exit is 1
-    for r in load(a.sieve) + load(a.sparse) + load(a.dense):
-        t = {"indexer": "fused_ms", "sparse": "grouped_ms", "dense": "ms"}.get(r.get("kernel"))
+    for r in load(a.sieve) + load(a.sparse) + load(a.dense) + load(a.prefill):
+        t = {"indexer": "fused_ms", "sparse": "grouped_ms", "dense": "ms",
+             "prefill": "corrected_ms"}.get(r.get("kernel"))
         if r.get("mode") == "attention" and t and r.get(t) is None:
             failed.append(r)
+        if r.get("mode") == "attention" and r.get("kernel") == "prefill" and r.get("corrected_ms") is not None:
+            prefill[pkey(r)] = r
         if r.get("mode") == "attention" and r.get("kernel") == "dense" and r.get("ms") is not None:
             dense[(r["T"], r["Hq"], r["Hkv"], r["D"])] = r
         if r.get("mode") == "attention" and r.get("kernel") == "indexer" and r.get("fused_ms") is not None:
@@ -66,7 +80,7 @@ def main(argv=None):
             torch[(key(r), r.get("backend", "torch"))] = r["ms"]
         if r.get("mode") == "dense" and "ms" in r:
             tdense[((r["T"], r["H"], r["H_kv"], r["D"]), r.get("backend"))] = r["ms"]
-    if not sieve and not sparse and not dense and not failed:
+    if not sieve and not sparse and not dense and not prefill and not failed:
         print("no sieve-bench attention lines", file=sys.stderr)
         return 1
 
@@ -76,16 +90,18 @@ def main(argv=None):
         bad = indexer_report(sieve, torch, out, a.plots)
     sbad = sparse_report(sparse, out, a.plots) if sparse else []
     dbad = dense_report(dense, tdense, out) if dense else []
+    pbad = prefill_report(prefill, tdense, out, a.plots) if prefill else []
     if failed:
         out.append("")
         out.append(f"- {len(failed)} shape(s) failed to run (no time): " + "; ".join(
-            f"{r['kernel']} T={r.get('T')} L={r.get('L')}" for r in failed[:8]) + ".")
+            f"{r['kernel']} T={r.get('T')} L={r.get('L')}"
+            + (f" alpha={r.get('alpha')}" if r.get("kernel") == "prefill" else "") for r in failed[:8]) + ".")
     text = "\n".join(out)
     print(text)
     if a.md:
         with open(a.md, "w") as f:
             f.write(text + "\n")
-    return 1 if bad or sbad or dbad or failed else 0
+    return 1 if bad or sbad or dbad or pbad or failed else 0
 
 
 def dense_report(dense, tdense, out):
@@ -107,6 +123,108 @@ def dense_report(dense, tdense, out):
     off = [k for k, r in dense.items() if r.get("ok") not in ("yes", "-")]
     out.append("")
     out.append(f"- Dense against float64 on the checked tokens: {'every shape' if not off else f'{len(off)} OFF'}.")
+    return off
+
+
+def pkey(r):
+    return (r["T"], r["Hq"], r["Hkv"], r["D"], r["DV"], r.get("block"), r.get("alpha"))
+
+
+def prefill_report(prefill, tdense, out, plots):
+    """Appends the block-sparse prefill table and summary, writes its plot; returns the
+    shapes whose check was off."""
+    if out:
+        out.append("")
+    r0 = next(iter(prefill.values()))
+    out.append(f"Block-sparse prefill with mean correction ({r0.get('dtype', '')}), corrected and dropped "
+               f"against the in-house dense attention and torch in the same run:")
+    out.append("")
+    out.append("| seq | q / kv heads | D | block | alpha | density | dense ms | corrected ms | dropped ms | "
+               "corrected over dense | dropped over dense | torch flash ms | torch cuDNN ms | corrected over flash | "
+               "corrected over cuDNN | dropped over flash | dropped over cuDNN | error corrected | error dropped | "
+               "corrected closer | checked |")
+    out.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    met_fl, met_cu, closer = [], [], []
+    for kk in sorted(prefill, key=lambda x: (x[0], x[1], x[2], x[3], x[4], x[5] or 0, x[6] or 0)):
+        r = prefill[kk]
+        fl, cu = tdense.get(((r["T"], r["Hq"], r["Hkv"], r["D"]), "flash")), \
+            tdense.get(((r["T"], r["Hq"], r["Hkv"], r["D"]), "cudnn"))
+        c, dr, dn = r["corrected_ms"], r.get("dropped_ms"), r.get("dense_ms")
+        x_dn = dn / c if dn else None
+        xd_dn = dn / dr if dn and dr else None
+        x_fl = fl / c if fl else None
+        x_cu = cu / c if cu else None
+        xd_fl = fl / dr if fl and dr else None
+        xd_cu = cu / dr if cu and dr else None
+        ec, ed = r.get("rel_l2_corrected"), r.get("rel_l2_dropped")
+        if r["L"] >= PREFILL_L and x_fl is not None:
+            met_fl.append(x_fl >= FLASH_X)
+        if r["L"] >= PREFILL_L and x_cu is not None:
+            met_cu.append(x_cu >= CUDNN_X)
+        if ec is not None and ed is not None:
+            closer.append(ec < ed)
+        out.append(f"| {r['T']} | {r['Hq']} / {r['Hkv']} | {r['D']} | {r.get('block', '-')} | {fmt(r.get('alpha'), 'g')} | "
+                   f"{fmt(r.get('density'), '.4f')} | {fmt(dn)} | {fmt(c)} | {fmt(dr)} | "
+                   f"{fmt(x_dn, '.2f')}{'x' if x_dn else ''} | {fmt(xd_dn, '.2f')}{'x' if xd_dn else ''} | "
+                   f"{fmt(fl, '.2f')} | {fmt(cu, '.2f')} | {fmt(x_fl, '.1f')}{'x' if x_fl else ''} | "
+                   f"{fmt(x_cu, '.1f')}{'x' if x_cu else ''} | {fmt(xd_fl, '.1f')}{'x' if xd_fl else ''} | "
+                   f"{fmt(xd_cu, '.1f')}{'x' if xd_cu else ''} | "
+                   f"{fmt(ec, '.2e')} | {fmt(ed, '.2e')} | {fmt(r.get('corrected_closer'), '.3f')} | "
+                   f"{r.get('ok', '-')} |")
+    out.append("")
+    out.append(f"- Corrected at least {FLASH_X:g}x faster than torch flash at L >= {PREFILL_L}: "
+               f"{sum(met_fl)} of {len(met_fl)} shapes with a flash line; at least {CUDNN_X:g}x faster "
+               f"than cuDNN: {sum(met_cu)} of {len(met_cu)} shapes with a cuDNN line.")
+    out.append(f"- Mean correction closer to dense than dropping (relative L2 over the rows): "
+               f"{sum(closer)} of {len(closer)} shapes.")
+    off = [k for k, r in prefill.items() if r.get("ok") not in ("yes", "-")]
+    out.append(f"- Block-sparse against float64 given its own selection, forced blocks kept: "
+               f"{'every shape' if not off else f'{len(off)} OFF'}.")
+    if plots:
+        try:
+            import matplotlib
+            matplotlib.use("Agg")
+            import matplotlib.pyplot as plt
+        except ImportError:
+            print("matplotlib not installed: no plots", file=sys.stderr)
+            return off
+        fig, ax = plt.subplots(figsize=(6.4, 4.2))
+        heads = {}
+        for r in prefill.values():  # one set of curves per head shape; dense once per length
+            heads.setdefault((r["Hq"], r["Hkv"], r["D"], r["DV"]), []).append(r)
+        ci = 0
+        for (hq, hkv, d, dv), rs in sorted(heads.items()):
+            tag = f" {hq}/{hkv} D={d}" if len(heads) > 1 else ""
+            seqs = sorted({r["T"] for r in rs})
+            dn = {r["T"]: r.get("dense_ms") for r in rs}
+            pts = [(s, dn[s]) for s in seqs if dn[s] is not None]
+            if pts:
+                ax.plot([p[0] for p in pts], [p[1] for p in pts], "o-", color="black", label="sieve dense" + tag)
+            for name, mk in (("flash", "^:"), ("cudnn", "v:")):
+                pts = [(s, tdense.get(((s, hq, hkv, d), name))) for s in seqs]
+                pts = [p for p in pts if p[1] is not None]
+                if pts:
+                    ax.plot([p[0] for p in pts], [p[1] for p in pts], mk, color="grey", label=f"torch {name}" + tag)
+            for alpha in sorted({r.get("alpha") for r in rs}, key=lambda x: x or 0):
+                col = f"C{ci % 10}"
+                ci += 1
+                ar = sorted((r for r in rs if r.get("alpha") == alpha), key=lambda r: r["T"])
+                ax.plot([r["T"] for r in ar], [r["corrected_ms"] for r in ar], "o-", color=col,
+                        label=f"corrected alpha={alpha:g}" + tag)
+                dp = [(r["T"], r.get("dropped_ms")) for r in ar if r.get("dropped_ms") is not None]
+                if dp:
+                    ax.plot([p[0] for p in dp], [p[1] for p in dp], "s--", color=col, alpha=0.6,
+                            label=f"dropped alpha={alpha:g}" + tag)
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xlabel("prefill length (queries = keys)")
+        ax.set_ylabel("ms (whole call)")
+        ax.set_title(f"block-sparse prefill, {r0.get('dtype', '')} Hq {r0['Hq']} / Hkv {r0['Hkv']} D {r0['D']}")
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=7)
+        fig.tight_layout()
+        fig.savefig(f"{plots}-prefill.png", dpi=110)
+        plt.close(fig)
     return off
 
 

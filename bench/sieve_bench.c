@@ -638,7 +638,8 @@ static void usage(FILE *f) {
             "  attention  the sparse-attention kernels: the fused indexer top-k vs its\n"
             "             materialize-then-select path (see sieve-bench attention --help);\n"
             "             `attention sparse`: grouped vs per-query sparse attention;\n"
-            "             `attention dense`: dense causal attention (the baseline)\n");
+            "             `attention dense`: dense causal attention (the baseline);\n"
+            "             `attention prefill`: block-sparse prefill with mean correction\n");
 }
 
 int main(int argc, char **argv) {

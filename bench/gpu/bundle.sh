@@ -19,8 +19,8 @@ mkdir -p "$out/build" "$out/lib"
 progs=(bench/sieve-bench bench/sieve-loadgen bench/sieve-bench-store server/sieve-server
        client/sieve datasets/sieve-datagen tests/test_knn_cuda tests/test_indexer_cuda
        tests/test_kernels_indexer_cpu tests/test_sparse_attn_cuda tests/test_kernels_sparse_attn_cpu
-       tests/test_attention_cuda tests/test_kernels_attention_cpu tests/test_devcache
-       tests/test_server)
+       tests/test_attention_cuda tests/test_kernels_attention_cpu tests/test_block_sparse_cuda
+       tests/test_kernels_block_sparse_cpu tests/test_devcache tests/test_server)
 copied=()
 for p in "${progs[@]}"; do
   if [ -x "$build/$p" ]; then

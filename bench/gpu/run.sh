@@ -4,13 +4,16 @@
 # usage: bench/gpu/run.sh STAGE...
 #   info      GPU, driver, OS
 #   test      GPU kernel suite, device page cache suite, the indexer top-k's, grouped sparse
-#             attention's and dense causal attention's suites
+#             attention's, dense causal attention's and block-sparse prefill's suites
 #   attention sieve-bench attention (the indexer top-k: $ATTN_ARGS, default the targets.md shape
 #             and a sweep of L and T) beside torch_attention.py indexer in the same call, and
 #             bench/report_attention.py's table and plots of both; then sieve-bench attention
 #             sparse (grouped vs per-query sparse attention: $SPARSE_ARGS, default the GQA 32/8
 #             shape at 128K keys over a sweep of overlap and group), sieve-bench attention dense
-#             beside torch_attention.py dense (flash, cuDNN) at $DENSE_SEQ (default 8k,32k,128k)
+#             beside torch_attention.py dense (flash, cuDNN) at $DENSE_SEQ (default 8k,32k,128k),
+#             and sieve-bench attention prefill (block-sparse prefill with mean correction, GQA
+#             32/8, head dim 128, bf16, alpha 0.1) at $PREFILL_SEQ (default 32k,128k, lengths the
+#             torch dense lines cover) beside them in the same report
 #   server    the server black-box suite with the server on the GPU
 #   rest      tests/python/test_rest_exact.py with the server on the GPU ($REST_ARGS, default
 #             --n 300000 --dim 128, about a minute; --n 1000000 took 2 minutes): REST answers
@@ -69,6 +72,9 @@ for stage in "$@"; do
       [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
       timeout 300 "$B/tests/test_attention_cuda" --jobs 4 --verbose=0 2>&1 |
         tee "$OUT/test_attention_cuda.log" | grep -E "^\[(FAIL|====)|assert" | tail -12
+      [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+      timeout 300 "$B/tests/test_block_sparse_cuda" --jobs 4 --verbose=0 2>&1 |
+        tee "$OUT/test_block_sparse_cuda.log" | grep -E "^\[(FAIL|====)|assert" | tail -12
       [ "${PIPESTATUS[0]}" -eq 0 ] || status=1 ;;
     attention)
       ATTN_ARGS=${ATTN_ARGS:-"--keys 16k,64k,128k --queries 1,16,64,128,2048 --k 2048"}
@@ -90,9 +96,15 @@ for stage in "$@"; do
       [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
       timeout 300 python3 bench/torch_attention.py dense --seq "$DENSE_SEQ" --backends flash,cudnn \
         --repeat 3 --warmup 1 --json "$OUT/attn_torch.json" 2>&1 | grep -v '^{' | tee "$OUT/dense_torch.txt"
+      PREFILL_SEQ=${PREFILL_SEQ:-"32k,128k"}
+      rm -f "$OUT/prefill.json"
+      timeout 300 "$B/bench/sieve-bench" attention prefill --device cuda --seq "$PREFILL_SEQ" \
+        --q-heads 32 --kv-heads 8 --head-dim 128 --v-dim 128 --dtype bfloat16 --alpha 0.1 \
+        --repeat 5 --warmup 1 --json "$OUT/prefill.json" 2>&1 | tee "$OUT/prefill.txt" | tail -5
+      [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
       python3 bench/report_attention.py --sieve "$OUT/attn.json" --torch "$OUT/attn_torch.json" \
-        --sparse "$OUT/sparse.json" --dense "$OUT/dense.json" --md "$OUT/attn_report.md" \
-        --plots "$OUT/attn" | tail -8
+        --sparse "$OUT/sparse.json" --dense "$OUT/dense.json" --prefill "$OUT/prefill.json" \
+        --md "$OUT/attn_report.md" --plots "$OUT/attn" | tail -12
       [ "${PIPESTATUS[0]}" -eq 0 ] || status=1 ;;
     server)
       SIEVE_BUILD_DIR="$B" SIEVE_TEST_DEVICE=cuda:0 timeout 400 "$B/tests/test_server" --jobs 4 \

@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """bench/report_attention.py on JSON lines with known values: the table's speedups and the
 summary against the attention targets (10x torch's reference, 1.7x the materialized path at
-L >= 64K; grouped sparse attention 1.5x over per query at heavy overlap) say what the numbers
-imply; a mismatch between fused and materialized, or a grouped output off, fails the report;
-the plots are written where matplotlib is importable.
+L >= 64K; grouped sparse attention 1.5x over per query at heavy overlap; block-sparse prefill
+20x torch flash and 10x cuDNN at 128K, mean correction closer to dense than dropping) say
+what the numbers imply; a mismatch between fused and materialized, a grouped or block-sparse
+output off, or a shape that failed to run fails the report; the plots are written where
+matplotlib is importable.
 
 Run: python3 tests/bench/test_report_attention.py
 """
@@ -35,6 +37,17 @@ def sprow(group, share, union, perq, grouped, ok="yes"):
             "Hkv": 8, "D": 128, "DV": 128, "L": 131072, "k": 2048, "group": group, "share": share,
             "union_over_set": union, "per_query_ms": perq, "grouped_ms": grouped, "floor_ms": 0.2,
             "ok": ok}
+
+
+def prow(T, alpha, dense, corr, drop, ec, ed, ok="yes", density=0.05):
+    return {"mode": "attention", "kernel": "prefill", "dtype": "bfloat16", "T": T, "L": T, "Hq": 32, "Hkv": 8,
+            "D": 128, "DV": 128, "causal": 1, "block": 64, "alpha": alpha, "sink": 4, "window": 8, "hot": 0.04,
+            "dense_ms": dense, "corrected_ms": corr, "dropped_ms": drop, "density": density,
+            "rel_l2_corrected": ec, "rel_l2_dropped": ed, "corrected_closer": 0.97, "ok": ok}
+
+
+def tdrow(T, backend, ms):
+    return {"mode": "dense", "backend": backend, "T": T, "H": 32, "H_kv": 8, "D": 128, "L": T, "ms": ms}
 
 
 def write(path, rows):
@@ -113,6 +126,49 @@ def main():
                        capture_output=True, text=True)
     check(r.returncode == 0 and "| 8192 | 32 / 8 | 128 | 2.000 | 275 | 1.60 | 1.00 | 0.80 | 0.50 | 0.750 | yes |" in r.stdout,
           "the dense row: sieve, both torch backends, their ratios", (r.returncode, r.stdout[-600:]), "row")
+
+    # block-sparse prefill beside sieve's dense and torch's flash and cuDNN lines of the same
+    # length: the 20x / 10x summary counts 128K only; correction closer where its error is lower
+    pf = os.path.join(tmp, "pf.json")
+    write(pf, [prow(131072, 0.1, 580.0, 20.0, 16.0, 0.02, 0.25),     # 21.5x flash, 12.5x cuDNN: met
+               prow(131072, 0.05, 580.0, 40.0, 32.0, 0.01, 0.2),     # 10.75x flash, 6.25x cuDNN: missed
+               prow(32768, 0.1, 36.0, 3.0, 2.5, 0.03, 0.02, density=0.09)])  # not 128K; dropped closer
+    write(t, [tdrow(131072, "flash", 430.0), tdrow(131072, "cudnn", 250.0), tdrow(32768, "flash", 25.0),
+              tdrow(32768, "cudnn", 13.5)])
+    r = subprocess.run([sys.executable, REPORT, "--sieve", s, "--torch", t, "--prefill", pf, "--plots",
+                        os.path.join(tmp, "r")], capture_output=True, text=True)
+    out = r.stdout
+    check(r.returncode == 0, "a report with prefill lines exits 0", (r.returncode, r.stderr[-300:], out[-300:]), 0)
+    check("| 131072 | 32 / 8 | 128 | 64 | 0.1 | 0.0500 | 580.000 | 20.000 | 16.000 | 29.00x | 36.25x | 430.00 | "
+          "250.00 | 21.5x | 12.5x | 26.9x | 15.6x | 2.00e-02 | 2.50e-01 | 0.970 | yes |" in out,
+          "the prefill row: times, speedups over dense, flash and cuDNN, errors", out[-2500:], "row")
+    check("| 32768 | 32 / 8 | 128 | 64 | 0.1 | 0.0900 | 36.000 | 3.000 | 2.500 | 12.00x | 14.40x | 25.00 | 13.50 | "
+          "8.3x | 4.5x | 10.0x | 5.4x |" in out, "the 32K row beside its own torch lines", out[-2500:], "row")
+    check("20x faster than torch flash at L >= 131072: 1 of 2 shapes with a flash line; at least 10x faster "
+          "than cuDNN: 1 of 2 shapes" in out, "the 20x / 10x summary counts 128K only", out[-800:], "1 of 2")
+    check("closer to dense than dropping (relative L2 over the rows): 2 of 3 shapes" in out,
+          "the correction summary counts the shapes where it is closer", out[-800:], "2 of 3")
+    check("own selection, forced blocks kept: every shape" in out, "the prefill check summarised", out[-400:],
+          "every shape")
+    if have_mpl:
+        f = os.path.join(tmp, "r-prefill.png")
+        check(os.path.exists(f) and os.path.getsize(f) > 1000, "plot r-prefill.png written", os.path.exists(f), True)
+    # without torch lines: the torch columns show -; prefill lines alone through --sieve
+    write(pf, [prow(131072, 0.1, 580.0, 20.0, 16.0, 0.02, 0.25)])
+    r = subprocess.run([sys.executable, REPORT, "--sieve", pf], capture_output=True, text=True)
+    check(r.returncode == 0 and "| 29.00x | 36.25x | - | - | - | - | - | - | 2.00e-02 |" in r.stdout
+          and "0 of 0 shapes with a flash line" in r.stdout,
+          "prefill lines alone: no torch columns, nothing counted", (r.returncode, r.stdout[-600:]), "-")
+    write(pf, [prow(131072, 0.1, 580.0, 20.0, 16.0, 0.02, 0.25, ok="OFF")])
+    r = subprocess.run([sys.executable, REPORT, "--sieve", pf], capture_output=True, text=True)
+    check(r.returncode == 1 and "1 OFF" in r.stdout, "a prefill check OFF fails the report",
+          (r.returncode, r.stdout[-200:]), (1, "1 OFF"))
+    write(pf, [prow(131072, 0.1, 580.0, 20.0, 16.0, 0.02, 0.25), prow(131072, 0.05, 580.0, None, None, None, None)])
+    r = subprocess.run([sys.executable, REPORT, "--sieve", s, "--prefill", pf], capture_output=True, text=True)
+    check(r.returncode == 1 and "1 shape(s) failed to run (no time): prefill T=131072 L=131072 alpha=0.05" in r.stdout
+          and "| 131072 | 32 / 8 | 128 | 64 | 0.1 |" in r.stdout,
+          "a failed prefill shape is named and fails the report; the others still listed",
+          (r.returncode, r.stdout[-400:]), (1, "failed to run"))
 
     # a shape whose run failed (no time) is named and fails the report
     write(sp, [sprow(16, 0.95, 1.79, 3.0, 0.8), {**sprow(16, 0.5, 8.5, 3.0, None)}])

@@ -1,13 +1,16 @@
 #!/usr/bin/env python3
-"""sieve-bench knn, attention, attention sparse and attention dense on the CPU backend: their options, JSON lines and
-input errors.
+"""sieve-bench knn, attention, attention sparse, attention dense and attention prefill on the CPU backend: their
+options, JSON lines and input errors.
 
 Runs the real binary of $SIEVE_BUILD_DIR. Asserts that --help documents every option the
 sweeps use; that a run with --sample-rows and --results pinned takes the sampled (fused)
 path, agrees with the materialized full sort on every shape and records both options in the
 JSON lines; that without --sample-rows the same small collection takes the direct path (so
-the option really reaches the search); and that bad values exit with status 2 and a message
-naming the option. Exits 77 (skipped) when sieve-bench is not built.
+the option really reaches the search); that attention prefill's structured data gives the
+density it plans (the forced blocks and the targets, every target found, no other block at
+alpha 0.1; every block at alpha 0), that mean correction is closer to dense than dropping,
+and that both calls match float64 given their own selection; and that bad values exit with
+status 2 and a message naming the option. Exits 77 (skipped) when sieve-bench is not built.
 
 Run: SIEVE_BUILD_DIR=build python3 tests/bench/test_sieve_bench.py
 """
@@ -203,6 +206,107 @@ def main():
         rc, so, se = run(["attention", "dense", "--device", "cpu"] + bad)
         check(rc == 2 and opt in se, f"attention dense {' '.join(bad)}: exit 2 naming {opt}",
               (rc, se.strip()[:120]), (2, opt))
+
+    # sieve-bench attention prefill (block-sparse prefill with mean correction against dense)
+    # on the CPU: two lengths (the forced blocks dominate at 512 tokens, the targets begin to
+    # count at 1,000; a partial last tile), three thresholds
+    rc, so, se = run(["attention", "prefill", "--help"])
+    check(rc == 0, "attention prefill --help exits 0", rc, 0)
+    for opt in ("--seq LIST", "--alpha LIST", "--block B", "--sink N", "--window N", "--hot F",
+                "--q-heads H", "--kv-heads H", "--check-tokens N", "--json FILE"):
+        check(opt in so, f"attention prefill --help documents {opt}", so[:200], opt)
+    rc, so, se = run(["attention", "--help"])
+    check("attention prefill" in so, "attention --help names the prefill mode", so[:400], "attention prefill")
+    js6 = os.path.join(tmp, "prefill.json")
+    rc, so, se = run(["attention", "prefill", "--device", "cpu", "--q-heads", "4", "--kv-heads", "2",
+                      "--head-dim", "64", "--v-dim", "32", "--seq", "512,1000", "--block", "16",
+                      "--alpha", "0.1,0.01,0", "--repeat", "1", "--warmup", "0", "--check-tokens", "3",
+                      "--json", js6])
+    if rc != 0:
+        print(so[-3000:], se[-3000:])
+    check(rc == 0, "an attention prefill run on the CPU exits 0", rc, 0)
+    rows = lines(js6) if os.path.exists(js6) else []
+    check([(r["T"], r["alpha"]) for r in rows] == [(T, a) for T in (512, 1000) for a in (0.1, 0.01, 0.0)],
+          "one JSON line per (length, alpha), in order", [(r["T"], r["alpha"]) for r in rows], "6 lines")
+    keys = ("mode", "kernel", "device", "dtype", "T", "L", "Hq", "Hkv", "D", "DV", "causal", "block", "alpha",
+            "sink", "window", "hot", "seed", "gen_s", "dense_ms", "dense_device_ms", "corrected_ms",
+            "corrected_select_ms", "corrected_attend_ms", "dropped_ms", "dropped_select_ms", "dropped_attend_ms",
+            "speedup_corrected", "speedup_dropped", "dense_tflops", "corrected_tflops", "dropped_tflops",
+            "density", "planned_density", "visible_blocks", "kept_blocks", "corrected_blocks",
+            "dropped_kept_blocks", "target_recall", "extra_blocks", "selections_equal", "rel_l2_corrected",
+            "rel_l2_dropped", "corrected_closer", "pruned_rows", "err_rows", "err_tile_stride", "pruned_mass",
+            "corrected_mass", "check_tokens", "check_max_err", "check_tol", "check_rel_l2", "ok", "repeat")
+    for r in rows:
+        tag = f"attention prefill S={r['T']} alpha={r['alpha']}"
+        missing = [k for k in keys if k not in r]
+        check(not missing, f"{tag}: every key in the JSON line", missing, [])
+        if missing:
+            continue
+        check((r["mode"], r["kernel"], r["L"], r["Hq"], r["Hkv"], r["D"], r["DV"], r["block"], r["sink"],
+               r["window"], r["hot"]) == ("attention", "prefill", r["T"], 4, 2, 64, 32, 16, 4, 8, 0.04),
+              f"{tag}: shape and options in the JSON line", (r["kernel"], r["L"], r["Hq"], r["block"]), "as run")
+        check(all(r[k] > 0 for k in ("dense_ms", "corrected_ms", "dropped_ms", "speedup_corrected",
+                                     "speedup_dropped", "corrected_tflops")),
+              f"{tag}: times and speedups", (r["dense_ms"], r["corrected_ms"], r["dropped_ms"]), "> 0")
+        check(abs(r["speedup_corrected"] - r["dense_ms"] / r["corrected_ms"]) < 1e-3 * r["speedup_corrected"] + 1e-3,
+              f"{tag}: speedup = dense / corrected", r["speedup_corrected"], r["dense_ms"] / r["corrected_ms"])
+        tiles = (r["T"] + 15) // 16
+        check(r["visible_blocks"] == 2 * tiles * (tiles + 1) // 2,
+              f"{tag}: visible blocks, every kv head's causal triangle", r["visible_blocks"], tiles * (tiles + 1))
+        check(0 < r["density"] <= 1 and abs(r["density"] - r["kept_blocks"] / r["visible_blocks"]) < 1e-5,
+              f"{tag}: density = kept / visible in (0, 1]", (r["density"], r["kept_blocks"]), "(0, 1]")
+        check(r["corrected_blocks"] == r["visible_blocks"] - r["kept_blocks"]
+              and r["dropped_kept_blocks"] == r["kept_blocks"] and r["selections_equal"] == 1,
+              f"{tag}: every pruned block corrected; both calls select alike",
+              (r["corrected_blocks"], r["dropped_kept_blocks"], r["selections_equal"]), "visible - kept")
+        check(r["ok"] == "yes" and r["check_rel_l2"] <= 1e-4 and r["check_max_err"] <= r["check_tol"]
+              and r["check_tokens"] == 3,
+              f"{tag}: both calls match float64 given their selection",
+              (r["ok"], r["check_rel_l2"], r["check_max_err"]), "yes")
+        check(r["err_rows"] == r["T"] * 4 and r["err_tile_stride"] == 1,
+              f"{tag}: the errors over every row at this size", (r["err_rows"], r["err_tile_stride"]), r["T"] * 4)
+        check(r["target_recall"] == 1, f"{tag}: every target block of the data kept", r["target_recall"], 1)
+        if r["alpha"] == 0.0:
+            check(r["density"] == 1 and r["corrected_blocks"] == 0 and r["rel_l2_corrected"] < 1e-5
+                  and r["rel_l2_dropped"] < 1e-5,
+                  f"{tag}: alpha 0 keeps every block, both outputs dense",
+                  (r["density"], r["rel_l2_corrected"], r["rel_l2_dropped"]), (1, "< 1e-5"))
+            continue
+        if r["alpha"] == 0.1:
+            check(r["extra_blocks"] == 0 and abs(r["density"] - r["planned_density"]) < 1e-9,
+                  f"{tag}: kept = the forced blocks and the data's targets (the planned density)",
+                  (r["density"], r["planned_density"], r["extra_blocks"]), r["planned_density"])
+        check(r["density"] < 0.7 and r["corrected_blocks"] > 0 and r["pruned_rows"] > 0,
+              f"{tag}: some blocks pruned", (r["density"], r["corrected_blocks"], r["pruned_rows"]), "< 0.7")
+        check(0 < r["pruned_mass"] < 0.5, f"{tag}: the pruned blocks hold some of the mass, not most",
+              r["pruned_mass"], "(0, 0.5)")
+        check(r["rel_l2_corrected"] < 0.5 * r["rel_l2_dropped"] and r["rel_l2_dropped"] > 1e-3,
+              f"{tag}: mean correction well closer to dense than dropping",
+              (r["rel_l2_corrected"], r["rel_l2_dropped"]), "corrected < dropped / 2")
+        check(r["corrected_closer"] > 0.9, f"{tag}: corrected closer on most rows with pruned blocks",
+              r["corrected_closer"], "> 0.9")
+    by = {(r["T"], r["alpha"]): r for r in rows}
+    if (1000, 0.1) in by and (1000, 0.01) in by and (512, 0.1) in by:
+        check(by[(1000, 0.01)]["kept_blocks"] >= by[(1000, 0.1)]["kept_blocks"],
+              "attention prefill: a lower alpha keeps at least as many blocks",
+              (by[(1000, 0.01)]["kept_blocks"], by[(1000, 0.1)]["kept_blocks"]), ">=")
+        check(by[(1000, 0.1)]["density"] < by[(512, 0.1)]["density"],
+              "attention prefill: the forced share, so the density, falls with the length",
+              (by[(1000, 0.1)]["density"], by[(512, 0.1)]["density"]), "1000 < 512")
+    # without --seq the CPU runs a small prefill, and says so
+    rc, so, se = run(["attention", "prefill", "--device", "cpu", "--q-heads", "2", "--kv-heads", "1",
+                      "--head-dim", "16", "--v-dim", "16", "--repeat", "1", "--warmup", "0"])
+    check(rc == 0 and "smaller default prefill (1k tokens)" in so and "\n    1024  0.100 " in so,
+          "attention prefill on the CPU without --seq: 1k tokens, announced", (rc, so[-400:]), "1024")
+    for bad, opt in ((["--alpha", "1.5"], "--alpha"), (["--alpha", "0.1,x"], "--alpha"), (["--hot", "0"], "--hot"),
+                     (["--block", "0"], "--block"), (["--seq", "0"], "--seq"), (["--window", "x"], "--window"),
+                     (["--sink"], "--sink"), (["--dtype", "int8"], "--dtype"), (["--frobnicate", "1"], "--frobnicate")):
+        rc, so, se = run(["attention", "prefill", "--device", "cpu"] + bad)
+        check(rc == 2 and opt in se, f"attention prefill {' '.join(bad)}: exit 2 naming {opt}",
+              (rc, se.strip()[:120]), (2, opt))
+    rc, so, se = run(["attention", "prefill", "--device", "cpu", "--q-heads", "6", "--kv-heads", "4"])
+    check(rc == 2 and "--q-heads" in se, "attention prefill: q heads not a multiple of kv heads, exit 2",
+          (rc, se.strip()[:120]), (2, "--q-heads"))
 
     print(f"{len(failures)} failed" if failures else "all passed")
     return 1 if failures else 0
