@@ -682,7 +682,7 @@ static int run_seq(const bsp_opts *o, sieve_device *dev, const sieve_device_info
         sel_check chk[2];
         memset(chk, 0, sizeof chk);
         double rel_c = NAN, rel_d = NAN, closer = NAN, pruned_mass = NAN, corr_mass = NAN;
-        double max_err = NAN, check_rel = NAN;
+        double max_err = NAN, check_rel = NAN, check_mae = NAN, mae_c = NAN, mae_d = NAN;
         uint64_t err_rows = 0, pruned_rows = 0;
         uint32_t stride = 1;
         int same = -1;
@@ -728,7 +728,7 @@ static int run_seq(const bsp_opts *o, sieve_device *dev, const sieve_device_info
                 hl[i] = malloc(tile_l * 4);
                 if (!ho[i] || !hl[i]) rc = SIEVE_ENOMEM;
             }
-            double d2c = 0.0, d2d = 0.0, r2 = 0.0, pm = 0.0, cm = 0.0;
+            double d2c = 0.0, d2d = 0.0, r2 = 0.0, pm = 0.0, cm = 0.0, a1c = 0.0, a1d = 0.0;
             uint64_t nclose = 0;
             for (uint32_t I = tiles; !rc && I-- > 0;) {
                 if ((tiles - 1 - I) % stride) continue;
@@ -748,6 +748,8 @@ static int run_seq(const bsp_opts *o, sieve_device *dev, const sieve_device_info
                         const double a = ho[1][rr * DV + v] - ref, b = ho[2][rr * DV + v] - ref;
                         ec += a * a;
                         ed += b * b;
+                        a1c += fabs(a);
+                        a1d += fabs(b);
                         rn += ref * ref;
                     }
                     d2c += ec;
@@ -769,6 +771,9 @@ static int run_seq(const bsp_opts *o, sieve_device *dev, const sieve_device_info
             if (!rc && err_rows) {
                 rel_c = r2 > 0.0 ? sqrt(d2c / r2) : sqrt(d2c);
                 rel_d = r2 > 0.0 ? sqrt(d2d / r2) : sqrt(d2d);
+                /* FlashPrefill V2's own test metric: the mean absolute error against dense */
+                mae_c = a1c / ((double)err_rows * DV);
+                mae_d = a1d / ((double)err_rows * DV);
                 pruned_mass = pm / (double)err_rows;
                 corr_mass = cm / (double)err_rows;
                 closer = pruned_rows ? (double)nclose / (double)pruned_rows : NAN;
@@ -779,7 +784,7 @@ static int run_seq(const bsp_opts *o, sieve_device *dev, const sieve_device_info
         if (!rc && chk[0].valid && chk[1].valid && nc) {
             float *ho = malloc((size_t)Hq * DV * 4);
             double *ro = malloc((size_t)Hq * DV * 8);
-            double d2[2] = {0.0, 0.0}, r2[2] = {0.0, 0.0};
+            double d2[2] = {0.0, 0.0}, r2[2] = {0.0, 0.0}, a1 = 0.0;
             if (!ho || !ro) rc = SIEVE_ENOMEM;
             max_err = 0.0;
             for (uint32_t c = 0; !rc && c < nc; c++) {
@@ -793,6 +798,7 @@ static int run_seq(const bsp_opts *o, sieve_device *dev, const sieve_device_info
                     for (size_t e = 0; !rc && e < (size_t)Hq * DV; e++) {
                         const double diff = (double)ho[e] - ro[e];
                         max_err = fmax(max_err, fabs(diff));
+                        a1 += fabs(diff);
                         d2[i] += diff * diff;
                         r2[i] += ro[e] * ro[e];
                     }
@@ -802,6 +808,7 @@ static int run_seq(const bsp_opts *o, sieve_device *dev, const sieve_device_info
             const double rc_c = r2[0] > 0.0 ? sqrt(d2[0] / r2[0]) : sqrt(d2[0]);
             const double rc_d = r2[1] > 0.0 ? sqrt(d2[1] / r2[1]) : sqrt(d2[1]);
             check_rel = fmax(rc_c, rc_d);
+            check_mae = a1 / (2.0 * nc * Hq * DV);
             if (!rc) ok = max_err <= tol && check_rel <= 0.05 ? "yes" : "OFF";
             free(ho);
             free(ro);
@@ -833,7 +840,7 @@ static int run_seq(const bsp_opts *o, sieve_device *dev, const sieve_device_info
         if (js) {
             char a[32], b[32], c[32], d[32], e[32], f[32], gg[32], h[32], i2[32], j[32], k[32],
                 l[32], m[32], n[32], p2[32], q2[32], r[32], s2[32], t2[32], u2[32], v2[32], w2[32],
-                x2[32], y2[32], z2[32];
+                x2[32], y2[32], z2[32], mc[32], md[32], mk[32];
             fprintf(js,
                     "{\"mode\":\"attention\",\"kernel\":\"prefill\",\"device\":\"%s\","
                     "\"dtype\":\"%s\",\"T\":%u,\"L\":%u,\"Hq\":%u,\"Hkv\":%u,\"D\":%u,\"DV\":%u,"
@@ -851,7 +858,8 @@ static int run_seq(const bsp_opts *o, sieve_device *dev, const sieve_device_info
                     "\"pruned_rows\":%llu,\"err_rows\":%llu,\"err_tile_stride\":%u,"
                     "\"pruned_mass\":%s,\"corrected_mass\":%s,"
                     "\"check_tokens\":%u,\"check_max_err\":%s,\"check_tol\":%s,"
-                    "\"check_rel_l2\":%s,\"ok\":\"%s\",\"repeat\":%d}\n",
+                    "\"check_rel_l2\":%s,\"check_mean_abs\":%s,\"mean_abs_corrected\":%s,"
+                    "\"mean_abs_dropped\":%s,\"ok\":\"%s\",\"repeat\":%d}\n",
                     info->name, sieve_dtype_name(dt), S, S, Hq, Hkv, D, DV, B, alpha, o->sink,
                     o->window, o->hot, (unsigned long long)o->c.seed, bench_jnum(a, gen_s),
                     bench_jnum(b, dense_ms), bench_jnum(c, dense_dev), bench_jnum(d, tm[0].ms),
@@ -868,7 +876,8 @@ static int run_seq(const bsp_opts *o, sieve_device *dev, const sieve_device_info
                     jsci(t2, rel_d), jsci(u2, closer),
                     (unsigned long long)pruned_rows, (unsigned long long)err_rows, stride,
                     jsci(v2, pruned_mass), jsci(w2, corr_mass), nc,
-                    jsci(x2, max_err), jsci(y2, tol), jsci(z2, check_rel), ok,
+                    jsci(x2, max_err), jsci(y2, tol), jsci(z2, check_rel), jsci(mk, check_mae),
+                    jsci(mc, mae_c), jsci(md, mae_d), ok,
                     o->c.repeat);
             fflush(js);
         }

@@ -235,7 +235,8 @@ def main():
             "density", "planned_density", "visible_blocks", "kept_blocks", "corrected_blocks",
             "dropped_kept_blocks", "target_recall", "extra_blocks", "selections_equal", "rel_l2_corrected",
             "rel_l2_dropped", "corrected_closer", "pruned_rows", "err_rows", "err_tile_stride", "pruned_mass",
-            "corrected_mass", "check_tokens", "check_max_err", "check_tol", "check_rel_l2", "ok", "repeat")
+            "corrected_mass", "check_tokens", "check_max_err", "check_tol", "check_rel_l2", "check_mean_abs",
+            "mean_abs_corrected", "mean_abs_dropped", "ok", "repeat")
     for r in rows:
         tag = f"attention prefill S={r['T']} alpha={r['alpha']}"
         missing = [k for k in keys if k not in r]
@@ -283,6 +284,9 @@ def main():
         check(r["rel_l2_corrected"] < 0.5 * r["rel_l2_dropped"] and r["rel_l2_dropped"] > 1e-3,
               f"{tag}: mean correction well closer to dense than dropping",
               (r["rel_l2_corrected"], r["rel_l2_dropped"]), "corrected < dropped / 2")
+        check(r["check_mean_abs"] <= r["check_max_err"] and r["mean_abs_corrected"] < 0.9 * r["mean_abs_dropped"],
+              f"{tag}: FlashPrefill V2's metric, mean |error| against dense, corrected under 0.9 x dropped",
+              (r["check_mean_abs"], r["mean_abs_corrected"], r["mean_abs_dropped"]), "corrected < 0.9 dropped")
         check(r["corrected_closer"] > 0.9, f"{tag}: corrected closer on most rows with pruned blocks",
               r["corrected_closer"], "> 0.9")
     by = {(r["T"], r["alpha"]): r for r in rows}
