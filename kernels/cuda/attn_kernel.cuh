@@ -558,7 +558,8 @@ struct SaPlan {
     uint32_t nsl;      /* slices a list: more CTAs where the groups and kv heads are few */
     uint32_t rows;     /* rows of the fullest CTA: min(group, n_queries) x R, at most 64 */
     int stages;        /* of the attention kernel's ring: lists 2 (3 with SIEVE_CUDA_SA_STAGES=3),
-                          causal and blocks 3 (2 with SIEVE_CUDA_SA_STAGES=2) */
+                          causal 3 (2 with SIEVE_CUDA_SA_STAGES=2), blocks 2 (3 with
+                          SIEVE_CUDA_SA_STAGES=3) */
     size_t cap;
     size_t o_pos, o_mask, o_count, o_members, o_part, total;
 };

@@ -17,7 +17,8 @@
  * (two m16 blocks a warp, Q fragments in registers); the visible pooled keys stream through
  * shared memory 64 blocks a chunk (cp.async, swizzled for ldmatrix). Per chunk: scores on the
  * tensor cores (m16n8k16, float32), scaled into the log2 domain, each column's maximum over
- * the rows (warp shuffles, then across warps in shared memory) and its sum of 2^(v - max);
+ * each warp's rows (warp shuffles) and its sum of 2^(v - that maximum), merged across the
+ * warps in shared memory (32 columns at a time in registers: two CTAs an SM);
  * row passes after the first merge into the (max, sum) already written. Output: (m_J, S_J)
  * for every visible block J, so E_J = S_J 2^(m_J - M) with M = max m_J.
  *
@@ -116,12 +117,11 @@ struct ScoreArgs {
 };
 
 template <typename E, int D>
-__global__ void __launch_bounds__(BS_SCORE_THREADS)
+__global__ void __launch_bounds__(BS_SCORE_THREADS, 2)
 bs_score_kernel(ScoreArgs a) {
     using Ops = MmaOps<E>;
     __shared__ __align__(128) unsigned char kS_raw[2][BS_COLS * D * 2];
-    __shared__ float red[8][BS_COLS];
-    __shared__ float colmax[BS_COLS];
+    __shared__ float red_m[8][BS_COLS], red_s[8][BS_COLS];
     const uint32_t tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const uint32_t gq = lane >> 2, tq = lane & 3;
     const uint32_t I = a.geo.tiles - 1 - blockIdx.x, kvh = blockIdx.y;
@@ -177,78 +177,74 @@ bs_score_kernel(ScoreArgs a) {
             }
             __syncthreads();
             const uint32_t kS = smem_u32(kS_raw[c & 1]);
-            float s[2][8][4];
+            /* 32 columns at a time (registers: two CTAs an SM); each warp's column maximum
+             * over its 32 rows and the sum of 2^(v - that maximum), merged across the warps
+             * below */
 #pragma unroll
-            for (int mb = 0; mb < 2; mb++)
+            for (int half = 0; half < 2; half++) {
+                float s[2][4][4];
 #pragma unroll
-                for (int j = 0; j < 8; j++) s[mb][j][0] = s[mb][j][1] = s[mb][j][2] = s[mb][j][3] = 0.f;
+                for (int mb = 0; mb < 2; mb++)
 #pragma unroll
-            for (int ks = 0; ks < D / 16; ks += 2) {
+                    for (int j = 0; j < 4; j++) s[mb][j][0] = s[mb][j][1] = s[mb][j][2] = s[mb][j][3] = 0.f;
 #pragma unroll
-                for (int j = 0; j < 8; j++) {
-                    const uint32_t n = j * 8 + (lane & 7);
-                    uint32_t b0, b1, b2, b3;
-                    ldsm_x4(kS + sw_off<D>(n, ks * 2 + (lane >> 3)), b0, b1, b2, b3);
+                for (int ks = 0; ks < D / 16; ks += 2) {
 #pragma unroll
-                    for (int mb = 0; mb < 2; mb++) {
-                        Ops::mma(s[mb][j], qf[mb][ks], b0, b1);
-                        Ops::mma(s[mb][j], qf[mb][ks + 1], b2, b3);
+                    for (int j = 0; j < 4; j++) {
+                        const uint32_t n = (half * 4 + j) * 8 + (lane & 7);
+                        uint32_t b0, b1, b2, b3;
+                        ldsm_x4(kS + sw_off<D>(n, ks * 2 + (lane >> 3)), b0, b1, b2, b3);
+#pragma unroll
+                        for (int mb = 0; mb < 2; mb++) {
+                            Ops::mma(s[mb][j], qf[mb][ks], b0, b1);
+                            Ops::mma(s[mb][j], qf[mb][ks + 1], b2, b3);
+                        }
                     }
                 }
-            }
-            /* scale; rows past the tile -inf; each column's maximum over the warp's rows */
+                /* scale; rows past the tile -inf */
 #pragma unroll
-            for (int j = 0; j < 8; j++)
+                for (int j = 0; j < 4; j++)
 #pragma unroll
-                for (int e = 0; e < 2; e++) {
-                    float mx = -INFINITY;
+                    for (int e = 0; e < 2; e++) {
+                        float mx = -INFINITY;
 #pragma unroll
-                    for (int mb = 0; mb < 2; mb++)
+                        for (int mb = 0; mb < 2; mb++)
 #pragma unroll
-                        for (int i = 0; i < 2; i++) {
-                            float &v = s[mb][j][2 * i + e];
-                            v = valid[mb][i] ? v * a.scale_log2 : -INFINITY;
-                            mx = fmaxf(mx, v);
+                            for (int i = 0; i < 2; i++) {
+                                float &v = s[mb][j][2 * i + e];
+                                v = valid[mb][i] ? v * a.scale_log2 : -INFINITY;
+                                mx = fmaxf(mx, v);
+                            }
+                        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 4));
+                        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 8));
+                        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 16));
+                        const float mb0 = mx == -INFINITY ? 0.f : mx;
+                        float sum = 0.f;
+#pragma unroll
+                        for (int mb = 0; mb < 2; mb++)
+#pragma unroll
+                            for (int i = 0; i < 2; i++) sum += fast_exp2(s[mb][j][2 * i + e] - mb0);
+                        sum += __shfl_xor_sync(0xffffffffu, sum, 4);
+                        sum += __shfl_xor_sync(0xffffffffu, sum, 8);
+                        sum += __shfl_xor_sync(0xffffffffu, sum, 16);
+                        if (gq == 0) {
+                            const uint32_t col = (half * 4 + j) * 8 + 2 * tq + e;
+                            red_m[warp][col] = mx;
+                            red_s[warp][col] = sum;
                         }
-                    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 4));
-                    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 8));
-                    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 16));
-                    if (gq == 0) red[warp][j * 8 + 2 * tq + e] = mx;
-                }
-            __syncthreads();
-            if (tid < (uint32_t)BS_COLS) {
-                float mx = red[0][tid];
-#pragma unroll
-                for (int w = 1; w < 8; w++) mx = fmaxf(mx, red[w][tid]);
-                colmax[tid] = mx;
+                    }
             }
-            __syncthreads();
-            /* each column's sum of 2^(v - max) */
-#pragma unroll
-            for (int j = 0; j < 8; j++)
-#pragma unroll
-                for (int e = 0; e < 2; e++) {
-                    const uint32_t col = j * 8 + 2 * tq + e;
-                    const float m = colmax[col];
-                    const float mb0 = m == -INFINITY ? 0.f : m;
-                    float sum = 0.f;
-#pragma unroll
-                    for (int mb = 0; mb < 2; mb++)
-#pragma unroll
-                        for (int i = 0; i < 2; i++) sum += fast_exp2(s[mb][j][2 * i + e] - mb0);
-                    sum += __shfl_xor_sync(0xffffffffu, sum, 4);
-                    sum += __shfl_xor_sync(0xffffffffu, sum, 8);
-                    sum += __shfl_xor_sync(0xffffffffu, sum, 16);
-                    if (gq == 0) red[warp][col] = sum;
-                }
             __syncthreads();
             if (tid < (uint32_t)BS_COLS) {
                 const uint64_t J = (uint64_t)c * BS_COLS + tid;
                 if (J < nI) {
+                    float m = red_m[0][tid];
+#pragma unroll
+                    for (int w = 1; w < 8; w++) m = fmaxf(m, red_m[w][tid]);
+                    const float mb0 = m == -INFINITY ? 0.f : m;
                     float sum = 0.f;
 #pragma unroll
-                    for (int w = 0; w < 8; w++) sum += red[w][tid];
-                    float m = colmax[tid];
+                    for (int w = 0; w < 8; w++) sum += red_s[w][tid] * exp2f(red_m[w][tid] - mb0);
                     if (m == -INFINITY) sum = 0.f;
                     if (r0 > 0) { /* merge with the earlier passes' (max, sum) */
                         const float2 o = out[J];
@@ -260,7 +256,7 @@ bs_score_kernel(ScoreArgs a) {
                     out[J] = make_float2(m, sum);
                 }
             }
-            __syncthreads(); /* red, colmax and the chunk's buffer free for the next chunk */
+            __syncthreads(); /* the partials and the chunk's buffer free for the next chunk */
         }
     }
 }
@@ -386,8 +382,10 @@ int make_bsp_plan(const sieve_bsp_params *p, int sms, BspPlan *pl) {
     while (at.R <= (uint32_t)SA_ROWS && G * 2 * at.R <= (uint32_t)SA_ROWS) G *= 2;
     at.G = G;
     at.groups = (a->n_queries + G - 1) / G;
-    const char *st = getenv("SIEVE_CUDA_SA_STAGES"); /* a tuning hook, as causal attention's */
-    at.stages = st && !strcmp(st, "2") ? 2 : 3;
+    /* 2 stages (3 CTAs an SM): at 128K tokens and 5% density the attention took 55.4 ms
+     * against 63.0 with 3 (device call 2); SIEVE_CUDA_SA_STAGES=3 is the tuning hook */
+    const char *st = getenv("SIEVE_CUDA_SA_STAGES");
+    at.stages = st && !strcmp(st, "3") ? 3 : 2;
     at.rows = (a->n_queries < G ? a->n_queries : G) * at.R;
     const uint64_t ctas = ((uint64_t)at.rows + SA_ROWS - 1) / SA_ROWS * a->kv_heads * at.groups;
     const uint64_t want = 2 * (uint64_t)(sms > 0 ? sms : 132);
