@@ -551,6 +551,20 @@ sa_merge_kernel(const float *part, uint32_t nsl, size_t rows, uint32_t DV, float
 
 /* ---------------------------------------------------------------- launch */
 
+/* What the kernel runs: float16 or bfloat16, head_dim and v_dim 64 or 128, at most 65,535 kv
+ * heads (the grid's y) and SA_MAX_R query heads a kv head, compute capability 9.0 or newer
+ * (c may be NULL: no device check). 0 or SIEVE_ENOTSUP. */
+inline int sa_check_shape(const sieve__cuda_ctx *c, sieve_dtype dtype, uint32_t head_dim,
+                          uint32_t v_dim, uint32_t q_heads, uint32_t kv_heads) {
+    if (dtype != SIEVE_DTYPE_F16 && dtype != SIEVE_DTYPE_BF16) return SIEVE_ENOTSUP;
+    if ((head_dim != 64 && head_dim != 128) || (v_dim != 64 && v_dim != 128))
+        return SIEVE_ENOTSUP;
+    if (kv_heads > 65535) return SIEVE_ENOTSUP;
+    if (q_heads / kv_heads > SA_MAX_R) return SIEVE_ENOTSUP; /* a group's rows fit 32 bits */
+    if (c && c->prop.major < 9) return SIEVE_ENOTSUP;
+    return 0;
+}
+
 /* A call's attention launch: groups of G tokens (one CTA's rows, G x R <= 64, or one token
  * over several CTAs when R > 64) and the scratch layout of grouped sparse attention. */
 struct SaPlan {

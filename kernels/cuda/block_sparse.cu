@@ -344,14 +344,8 @@ struct BspPlan {
 
 int check_bsp_shape(const sieve__cuda_ctx *c, const sieve_bsp_params *p) {
     const sieve_attn_params *a = &p->attn;
-    if (a->dtype != SIEVE_DTYPE_F16 && a->dtype != SIEVE_DTYPE_BF16) return SIEVE_ENOTSUP;
-    if ((a->head_dim != 64 && a->head_dim != 128) || (a->v_dim != 64 && a->v_dim != 128))
-        return SIEVE_ENOTSUP;
-    if (a->kv_heads > 65535) return SIEVE_ENOTSUP; /* the grids' y */
-    if (a->q_heads / a->kv_heads > SA_MAX_R) return SIEVE_ENOTSUP;
     if (p->block != 64 && p->block != 128) return SIEVE_ENOTSUP;
-    if (c && c->prop.major < 9) return SIEVE_ENOTSUP;
-    return 0;
+    return sa_check_shape(c, a->dtype, a->head_dim, a->v_dim, a->q_heads, a->kv_heads);
 }
 
 /* Host copy of the tiles' list offsets (tiles + 1 values); NULL when out of memory. */
@@ -476,14 +470,9 @@ int run_bsp(sieve__cuda_ctx *c, const sieve_bsp_params *p, const void *q, const 
     rc = make_bsp_plan(p, c->prop.multiProcessorCount, &pl);
     if (rc) return rc;
     SIEVE_CUDA_TRY(cudaSetDevice(c->ordinal));
-    unsigned char *base = (unsigned char *)scratch;
-    if (!base) {
-        rc = sieve__cuda_ensure_work(c, pl.total);
-        if (rc) return rc;
-        base = (unsigned char *)c->work;
-    } else if (scratch_bytes < pl.total) {
-        return SIEVE_ENOSPC;
-    }
+    unsigned char *base = nullptr;
+    rc = sieve__cuda_scratch(c, scratch, scratch_bytes, pl.total, &base);
+    if (rc) return rc;
     unsigned long long *off = tile_offsets(p, pl.tiles);
     if (!off) return SIEVE_ENOMEM;
     sieve__cuda_events<3> ev;

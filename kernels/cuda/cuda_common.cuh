@@ -40,6 +40,22 @@ static inline size_t sieve__align_up(size_t x, size_t a) { return (x + a - 1) / 
  * when it grows). 0, SIEVE_ENOMEM or SIEVE_EDEVICE. */
 int sieve__cuda_ensure_work(sieve__cuda_ctx *c, size_t bytes);
 
+/* The scratch a call runs in (*base): the caller's when scratch is not NULL (SIEVE_ENOSPC
+ * when it holds fewer than need bytes), else the context's workspace grown to need. 0,
+ * SIEVE_ENOSPC, SIEVE_ENOMEM or SIEVE_EDEVICE. */
+static inline int sieve__cuda_scratch(sieve__cuda_ctx *c, void *scratch, size_t scratch_bytes,
+                                      size_t need, unsigned char **base) {
+    if (scratch) {
+        if (scratch_bytes < need) return SIEVE_ENOSPC;
+        *base = (unsigned char *)scratch;
+        return 0;
+    }
+    const int rc = sieve__cuda_ensure_work(c, need);
+    if (rc) return rc;
+    *base = (unsigned char *)c->work;
+    return 0;
+}
+
 /* Reports a failed CUDA call with file and line on stderr, returns SIEVE_EDEVICE. */
 static inline int sieve__cuda_fail(cudaError_t e, const char *what, const char *file, int line) {
     fprintf(stderr, "sieve: CUDA error %s (%s) in %s at %s:%d\n", cudaGetErrorName(e),

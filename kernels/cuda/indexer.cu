@@ -802,14 +802,9 @@ int run_topk_queued(sieve__cuda_ctx *c, const sieve_indexer_params *p, bool mate
     rc = make_plan(p, materialized, &pl);
     if (rc) return rc;
     SIEVE_CUDA_TRY(cudaSetDevice(c->ordinal));
-    unsigned char *base = (unsigned char *)scratch;
-    if (!base) {
-        rc = sieve__cuda_ensure_work(c, pl.total);
-        if (rc) return rc;
-        base = (unsigned char *)c->work;
-    } else if (scratch_bytes < pl.total) {
-        return SIEVE_ENOSPC;
-    }
+    unsigned char *base = nullptr;
+    rc = sieve__cuda_scratch(c, scratch, scratch_bytes, pl.total, &base);
+    if (rc) return rc;
     const uint32_t T = p->n_queries, L = p->n_keys;
     Events ev;
     rc = ev.create();

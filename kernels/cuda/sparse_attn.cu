@@ -171,13 +171,7 @@ sa_union_kernel(UnionArgs a) {
  * (the attention kernel, its merge and launchers: attn_kernel.cuh) */
 
 int check_shape(const sieve__cuda_ctx *c, const sieve_sparse_attn_params *p) {
-    if (p->dtype != SIEVE_DTYPE_F16 && p->dtype != SIEVE_DTYPE_BF16) return SIEVE_ENOTSUP;
-    if ((p->head_dim != 64 && p->head_dim != 128) || (p->v_dim != 64 && p->v_dim != 128))
-        return SIEVE_ENOTSUP;
-    if (p->kv_heads > 65535) return SIEVE_ENOTSUP; /* the grid's y */
-    if (p->q_heads / p->kv_heads > SA_MAX_R) return SIEVE_ENOTSUP; /* rows a group */
-    if (c && c->prop.major < 9) return SIEVE_ENOTSUP;
-    return 0;
+    return sa_check_shape(c, p->dtype, p->head_dim, p->v_dim, p->q_heads, p->kv_heads);
 }
 
 /* Scratch layout. SIEVE_EINVAL where a size does not fit in size_t. */
@@ -239,14 +233,9 @@ int run_queued(sieve__cuda_ctx *c, const sieve_sparse_attn_params *p, const void
     rc = make_plan(p, c->prop.multiProcessorCount, &pl);
     if (rc) return rc;
     SIEVE_CUDA_TRY(cudaSetDevice(c->ordinal));
-    unsigned char *base = (unsigned char *)scratch;
-    if (!base) {
-        rc = sieve__cuda_ensure_work(c, pl.total);
-        if (rc) return rc;
-        base = (unsigned char *)c->work;
-    } else if (scratch_bytes < pl.total) {
-        return SIEVE_ENOSPC;
-    }
+    unsigned char *base = nullptr;
+    rc = sieve__cuda_scratch(c, scratch, scratch_bytes, pl.total, &base);
+    if (rc) return rc;
     Events ev;
     rc = ev.create();
     if (rc) return rc;
@@ -305,13 +294,7 @@ int run_queued(sieve__cuda_ctx *c, const sieve_sparse_attn_params *p, const void
 /* ---- dense causal attention: the same kernel over contiguous keys */
 
 int check_causal_shape(const sieve__cuda_ctx *c, const sieve_attn_params *p) {
-    if (p->dtype != SIEVE_DTYPE_F16 && p->dtype != SIEVE_DTYPE_BF16) return SIEVE_ENOTSUP;
-    if ((p->head_dim != 64 && p->head_dim != 128) || (p->v_dim != 64 && p->v_dim != 128))
-        return SIEVE_ENOTSUP;
-    if (p->kv_heads > 65535) return SIEVE_ENOTSUP;
-    if (p->q_heads / p->kv_heads > SA_MAX_R) return SIEVE_ENOTSUP; /* rows a group */
-    if (c && c->prop.major < 9) return SIEVE_ENOTSUP;
-    return 0;
+    return sa_check_shape(c, p->dtype, p->head_dim, p->v_dim, p->q_heads, p->kv_heads);
 }
 
 /* A group is 64 / R consecutive tokens (one CTA's rows; R > 64: one token over several
@@ -357,16 +340,9 @@ int run_causal_queued(sieve__cuda_ctx *c, const sieve_attn_params *p, const void
     rc = make_causal_plan(p, c->prop.multiProcessorCount, &pl);
     if (rc) return rc;
     SIEVE_CUDA_TRY(cudaSetDevice(c->ordinal));
-    unsigned char *base = (unsigned char *)scratch;
-    if (pl.total) {
-        if (!base) {
-            rc = sieve__cuda_ensure_work(c, pl.total);
-            if (rc) return rc;
-            base = (unsigned char *)c->work;
-        } else if (scratch_bytes < pl.total) {
-            return SIEVE_ENOSPC;
-        }
-    }
+    unsigned char *base = nullptr; /* the slices' partial results (none: total 0) */
+    rc = sieve__cuda_scratch(c, scratch, scratch_bytes, pl.total, &base);
+    if (rc) return rc;
     Events ev;
     rc = ev.create();
     if (rc) return rc;
