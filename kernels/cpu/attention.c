@@ -1,6 +1,7 @@
 /* attention.c (cpu): the CPU backend of dense causal attention.
  * Owns: the float32 attention of each query token over its visible keys, the per-worker
- * buffers and the order of every sum.
+ * buffers and the order of every sum; sieve__cpu_attend_entries, the same attention over a
+ * list of entries (key positions, then pooled rows), which block-sparse prefill shares.
  * Must not: keep state between calls, write the caller's arrays outside their shapes or on
  * an error, let the answer depend on the worker count or the block sizes below.
  *
@@ -20,7 +21,7 @@
  * are exact in float32; float32 products round once. scale 0 means 1 / sqrt(head_dim),
  * computed in double and rounded to float once.
  * Memory per worker: about HCHUNK x (head_dim + v_dim + nmax) + KBLOCK x (head_dim + v_dim)
- * floats, nmax = the keys the last token sees (the scores of a chunk of heads over a whole
+ * floats and nmax entries, nmax = the keys the last token sees (the scores of a chunk of heads over a whole
  * row: the softmax's maximum is needed before the first exponential). Every buffer is
  * allocated before out or lse is written, so SIEVE_ENOMEM leaves them untouched.
  */
@@ -33,50 +34,46 @@
 #include "cpu_internal.h"
 
 #define MAX_WORKERS 256u
-#define KBLOCK 256u /* key or value rows converted per block */
+#define KBLOCK SIEVE__CPU_ATTN_KBLOCK /* key or value rows converted per block */
 #define HCHUNK 8u   /* query heads of one kv head attended together (share the conversion) */
 
-/* One worker's buffers. */
+/* One worker's buffers: the attention's (sieve__cpu_attn_buf) and a token's entries. */
 typedef struct wbuf {
-    float *qf;   /* R x head_dim: the query rows of one chunk of heads */
-    float *kt;   /* head_dim x KBLOCK: a block of key rows, transposed (leading dim: rows) */
-    float *vv;   /* KBLOCK x v_dim: a block of value rows */
-    float *conv; /* head_dim: one converted key row */
-    float *sc;   /* R x nmax: the scores, then the exponentials */
-    float *mx;   /* R: the maxima */
-    float *sum;  /* R: the exponentials' sums */
-    float *acc;  /* R x v_dim: the weighted value sums */
+    sieve__cpu_attn_buf ab;
+    uint32_t *ent; /* nmax: the keys 0 .. n - 1 of a token */
 } wbuf;
 
 typedef struct actx {
     const sieve_attn_params *p;
-    const void *q, *keys, *values;
-    uint32_t T, Hq, Hkv, D, Dv, rep, R;
+    sieve__cpu_attn_src src;
+    uint32_t T, rep, R;
     size_t nmax; /* the leading dimension of sc */
-    size_t esz;
-    float scale;
     wbuf *bufs;
-    float *out, *lse;
     atomic_uint_fast64_t next;
 } actx;
 
-/* Heads h0 .. h0 + nr - 1 (all of kv head g) of token t over its n visible keys. */
-static void attend_chunk(const actx *c, wbuf *b, uint32_t t, uint32_t g, uint32_t h0,
-                         uint32_t nr, uint32_t n) {
-    const uint32_t D = c->D, Dv = c->Dv, Hkv = c->Hkv;
-    const size_t ld = c->nmax;
+void sieve__cpu_attend_entries(const sieve__cpu_attn_src *a, const sieve__cpu_attn_buf *b,
+                               const float *kbar_g, const float *vbar_g, uint32_t t,
+                               uint32_t g, uint32_t h0, uint32_t nr, const uint32_t *ent,
+                               uint32_t n, uint32_t ne) {
+    const uint32_t D = a->D, Dv = a->Dv, Hkv = a->Hkv;
+    const sieve_dtype dt = a->dtype;
+    const size_t ld = b->ld;
     for (uint32_t r = 0; r < nr; r++)
-        sieve_convert_to_f32(c->p->dtype,
-                             (const char *)c->q + ((size_t)t * c->Hq + h0 + r) * D * c->esz,
+        sieve_convert_to_f32(dt, (const char *)a->q + ((size_t)t * a->Hq + h0 + r) * D * a->esz,
                              b->qf + (size_t)r * D, D);
-    /* the scores, a block of keys at a time */
+    /* the dots, a block of entries at a time */
     for (uint32_t j0 = 0; j0 < n; j0 += KBLOCK) {
         const uint32_t nb = n - j0 < KBLOCK ? n - j0 : KBLOCK;
         for (uint32_t j = 0; j < nb; j++) {
-            const size_t row = (size_t)(j0 + j) * Hkv + g;
-            sieve_convert_to_f32(c->p->dtype, (const char *)c->keys + row * D * c->esz, b->conv,
-                                 D);
-            for (uint32_t d = 0; d < D; d++) b->kt[(size_t)d * nb + j] = b->conv[d];
+            const uint32_t e = ent[j0 + j];
+            const float *row = b->conv;
+            if (e & SIEVE__CPU_POOLED)
+                row = kbar_g + (size_t)(e & ~SIEVE__CPU_POOLED) * D;
+            else
+                sieve_convert_to_f32(dt, (const char *)a->keys + ((size_t)e * Hkv + g) * D * a->esz,
+                                     b->conv, D);
+            for (uint32_t d = 0; d < D; d++) b->kt[(size_t)d * nb + j] = row[d];
         }
         for (uint32_t r = 0; r < nr; r++) {
             float *sc = b->sc + (size_t)r * ld + j0;
@@ -89,12 +86,16 @@ static void attend_chunk(const actx *c, wbuf *b, uint32_t t, uint32_t g, uint32_
             }
         }
     }
-    /* the softmax's maxima, exponentials and sums, ascending s */
+    /* the logits, the softmax's maxima, exponentials and sums, in entry order */
     for (uint32_t r = 0; r < nr; r++) {
         float *sc = b->sc + (size_t)r * ld;
         float m = -INFINITY;
-        for (uint32_t j = 0; j < n; j++) {
-            sc[j] *= c->scale;
+        for (uint32_t j = 0; j < ne; j++) {
+            sc[j] *= a->scale;
+            if (sc[j] > m) m = sc[j];
+        }
+        for (uint32_t j = ne; j < n; j++) {
+            sc[j] = sc[j] * a->scale + a->pooled_bias; /* a pooled row stands for B keys */
             if (sc[j] > m) m = sc[j];
         }
         float l = 0.0f;
@@ -105,41 +106,48 @@ static void attend_chunk(const actx *c, wbuf *b, uint32_t t, uint32_t g, uint32_
         b->mx[r] = m;
         b->sum[r] = l;
     }
-    /* the weighted value sums, a block of values at a time, ascending s */
+    /* the weighted value sums, a block of entries at a time, in entry order */
     for (size_t i = 0; i < (size_t)nr * Dv; i++) b->acc[i] = 0.0f;
     for (uint32_t j0 = 0; j0 < n; j0 += KBLOCK) {
         const uint32_t nb = n - j0 < KBLOCK ? n - j0 : KBLOCK;
         for (uint32_t j = 0; j < nb; j++) {
-            const size_t row = (size_t)(j0 + j) * Hkv + g;
-            sieve_convert_to_f32(c->p->dtype, (const char *)c->values + row * Dv * c->esz,
-                                 b->vv + (size_t)j * Dv, Dv);
+            const uint32_t e = ent[j0 + j];
+            float *dst = b->vv + (size_t)j * Dv;
+            if (e & SIEVE__CPU_POOLED)
+                memcpy(dst, vbar_g + (size_t)(e & ~SIEVE__CPU_POOLED) * Dv,
+                       (size_t)Dv * sizeof *dst);
+            else
+                sieve_convert_to_f32(
+                    dt, (const char *)a->values + ((size_t)e * Hkv + g) * Dv * a->esz, dst, Dv);
         }
         for (uint32_t r = 0; r < nr; r++) {
-            const float *e = b->sc + (size_t)r * ld + j0;
+            const float *ex = b->sc + (size_t)r * ld + j0;
             float *acc = b->acc + (size_t)r * Dv;
             for (uint32_t j = 0; j < nb; j++) {
-                const float ej = e[j];
+                const float ej = ex[j];
                 const float *vj = b->vv + (size_t)j * Dv;
                 for (uint32_t v = 0; v < Dv; v++) acc[v] += ej * vj[v];
             }
         }
     }
     for (uint32_t r = 0; r < nr; r++) {
-        const size_t th = (size_t)t * c->Hq + h0 + r;
+        const size_t th = (size_t)t * a->Hq + h0 + r;
         const float *acc = b->acc + (size_t)r * Dv;
         const float l = b->sum[r];
-        float *o = c->out + th * Dv;
+        float *o = a->out + th * Dv;
         for (uint32_t v = 0; v < Dv; v++) o[v] = acc[v] / l;
-        if (c->lse) c->lse[th] = b->mx[r] + logf(l);
+        if (a->lse) a->lse[th] = b->mx[r] + logf(l);
     }
 }
 
 static void attend_token(const actx *c, wbuf *b, uint32_t t) {
     const uint32_t n = sieve__attn_visible(c->p, t); /* >= 1: n_keys >= 1 */
-    for (uint32_t g = 0; g < c->Hkv; g++)
+    for (uint32_t j = 0; j < n; j++) b->ent[j] = j; /* every key the token sees, ascending */
+    for (uint32_t g = 0; g < c->src.Hkv; g++)
         for (uint32_t r0 = 0; r0 < c->rep; r0 += c->R) {
             const uint32_t nr = c->rep - r0 < c->R ? c->rep - r0 : c->R;
-            attend_chunk(c, b, t, g, g * c->rep + r0, nr, n);
+            sieve__cpu_attend_entries(&c->src, &b->ab, NULL, NULL, t, g, g * c->rep + r0, nr,
+                                      b->ent, n, n);
         }
 }
 
@@ -174,33 +182,36 @@ int sieve__cpu_causal_attention(const sieve_device *dev, const sieve_attn_params
     actx c;
     memset(&c, 0, sizeof c);
     c.p = p;
-    c.q = q;
-    c.keys = keys;
-    c.values = values;
+    c.src.dtype = p->dtype;
+    c.src.esz = sieve_dtype_size(p->dtype);
+    c.src.q = q;
+    c.src.keys = keys;
+    c.src.values = values;
+    c.src.Hq = p->q_heads;
+    c.src.Hkv = p->kv_heads;
+    c.src.D = p->head_dim;
+    c.src.Dv = p->v_dim;
+    c.src.scale = p->scale == 0.0f ? (float)(1.0 / sqrt((double)p->head_dim)) : p->scale;
+    c.src.pooled_bias = 0.0f; /* no pooled entries */
+    c.src.out = out;
+    c.src.lse = lse;
     c.T = T;
-    c.Hq = p->q_heads;
-    c.Hkv = p->kv_heads;
-    c.D = p->head_dim;
-    c.Dv = p->v_dim;
     c.rep = p->q_heads / p->kv_heads;
     c.R = c.rep < HCHUNK ? c.rep : HCHUNK;
     c.nmax = sieve__attn_visible(p, T - 1); /* visible counts grow with t */
-    c.esz = sieve_dtype_size(p->dtype);
-    c.scale = p->scale == 0.0f ? (float)(1.0 / sqrt((double)p->head_dim)) : p->scale;
-    c.out = out;
-    c.lse = lse;
     atomic_init(&c.next, 0);
 
-    const size_t D = c.D, Dv = c.Dv, R = c.R;
+    const size_t D = c.src.D, Dv = c.src.Dv, R = c.R;
     const size_t nb = c.nmax < KBLOCK ? c.nmax : KBLOCK;
-    size_t per = 0, o_q, o_kt, o_vv, o_conv, o_sc, o_mx, o_sum, o_acc;
+    size_t per = 0, o_q, o_kt, o_vv, o_conv, o_sc, o_mx, o_sum, o_acc, o_ent;
     if (!region(&per, &o_q, R * D, sizeof(float)) ||
         !region(&per, &o_kt, D * nb, sizeof(float)) ||
         !region(&per, &o_vv, nb * Dv, sizeof(float)) ||
         !region(&per, &o_conv, D, sizeof(float)) ||
         !region(&per, &o_sc, c.nmax, R * sizeof(float)) ||
         !region(&per, &o_mx, R, sizeof(float)) || !region(&per, &o_sum, R, sizeof(float)) ||
-        !region(&per, &o_acc, R * Dv, sizeof(float)) || per > (SIZE_MAX / 2) / W)
+        !region(&per, &o_acc, R * Dv, sizeof(float)) ||
+        !region(&per, &o_ent, c.nmax, sizeof(uint32_t)) || per > (SIZE_MAX / 2) / W)
         return SIEVE_ENOMEM;
     char *mem = malloc(per * W + SIEVE__ALIGN);
     c.bufs = calloc(W, sizeof *c.bufs);
@@ -212,14 +223,17 @@ int sieve__cpu_causal_attention(const sieve_device *dev, const sieve_attn_params
     char *base = mem + (SIEVE__ALIGN - (uintptr_t)mem % SIEVE__ALIGN) % SIEVE__ALIGN;
     for (uint32_t i = 0; i < W; i++) {
         char *m = base + (size_t)i * per;
-        c.bufs[i].qf = (float *)(void *)(m + o_q);
-        c.bufs[i].kt = (float *)(void *)(m + o_kt);
-        c.bufs[i].vv = (float *)(void *)(m + o_vv);
-        c.bufs[i].conv = (float *)(void *)(m + o_conv);
-        c.bufs[i].sc = (float *)(void *)(m + o_sc);
-        c.bufs[i].mx = (float *)(void *)(m + o_mx);
-        c.bufs[i].sum = (float *)(void *)(m + o_sum);
-        c.bufs[i].acc = (float *)(void *)(m + o_acc);
+        sieve__cpu_attn_buf *ab = &c.bufs[i].ab;
+        ab->qf = (float *)(void *)(m + o_q);
+        ab->kt = (float *)(void *)(m + o_kt);
+        ab->vv = (float *)(void *)(m + o_vv);
+        ab->conv = (float *)(void *)(m + o_conv);
+        ab->sc = (float *)(void *)(m + o_sc);
+        ab->mx = (float *)(void *)(m + o_mx);
+        ab->sum = (float *)(void *)(m + o_sum);
+        ab->acc = (float *)(void *)(m + o_acc);
+        ab->ld = c.nmax;
+        c.bufs[i].ent = (uint32_t *)(void *)(m + o_ent);
     }
     sieve__cpu_run(W, attend_worker, &c);
     free(mem);

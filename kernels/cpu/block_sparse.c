@@ -29,8 +29,9 @@
  *    of tile I sees n = sieve__attn_visible(p, t) keys; for kv head g its entries are the
  *    keys s < n of the kept blocks in ascending s, then (correct = 1) the pooled rows of the
  *    full blocks J < nf_I that are not kept, in ascending J. The query heads of g are taken
- *    HCHUNK at a time exactly as kernels/cpu/attention.c does (KBLOCK entries converted and
- *    gathered transposed, the value rows row-major), all in float32:
+ *    HCHUNK at a time through sieve__cpu_attend_entries, the code dense causal attention
+ *    runs too (kernels/cpu/attention.c: KBLOCK entries converted and gathered transposed, the
+ *    value rows row-major), all in float32:
  *        dot_j = sum over d in index order of q[t,h,d] * row_j[d]   (key row or kbar_J)
  *        x_j = dot_j * scale (a key),  x_j = dot_j * scale + logf((float)B) (a pooled row)
  *        m = max x_j,  e_j = expf(x_j - m),  l = sum_j e_j
@@ -63,10 +64,9 @@
 #include "cpu_internal.h"
 
 #define MAX_WORKERS 256u
-#define KBLOCK 256u /* entries (key rows or pooled rows) converted per block */
+#define KBLOCK SIEVE__CPU_ATTN_KBLOCK /* entries (key or pooled rows) converted per block */
 #define HCHUNK 8u   /* query heads of one kv head attended together (share the conversion) */
-#define POOLED 0x80000000u /* an entry with this bit is pooled block (entry & ~POOLED); else
-                              a key position (n_keys <= INT32_MAX: the bit is never set) */
+#define POOLED SIEVE__CPU_POOLED /* an entry with this bit is pooled block (entry & ~POOLED) */
 
 /* One worker's buffers. */
 typedef struct wbuf {
@@ -79,20 +79,15 @@ typedef struct wbuf {
     float *kbt;   /* head_dim x n_I: the tile's pooled keys of kv head g, transposed */
     float *ss;    /* rows x n_I: the block scores of a tile, then their exponentials */
     float *e;     /* n_I: E_J */
+    float *conv;  /* max(head_dim, v_dim): one converted row */
     /* attend */
-    uint32_t *ent; /* nent: a token's entries for one kv head */
-    float *qf;     /* R x head_dim: the query rows of one chunk of heads */
-    float *kt;     /* head_dim x KBLOCK: a block of entries' key rows, transposed */
-    float *vv;     /* KBLOCK x v_dim: a block of entries' value rows */
-    float *conv;   /* max(head_dim, v_dim): one converted row (pool and attend) */
-    float *sc;     /* R x nent: the logits, then the exponentials */
-    float *mx;     /* R: the maxima */
-    float *sum;    /* R: the exponentials' sums */
-    float *acc;    /* R x v_dim: the weighted value sums */
+    uint32_t *ent;          /* nent: a token's entries for one kv head */
+    sieve__cpu_attn_buf ab; /* sieve__cpu_attend_entries's buffers (R heads, ld nent) */
 } wbuf;
 
 typedef struct bctx {
     const sieve_bsp_params *p;
+    sieve__cpu_attn_src src; /* for sieve__cpu_attend_entries */
     const void *q, *keys, *values;
     uint32_t T, Hq, Hkv, D, Dv, rep, R, B, tiles;
     size_t esz;
@@ -214,94 +209,6 @@ static void select_worker(void *vc, uint32_t worker) {
 
 /* ---------------------------------------------------------------- attend */
 
-/* Heads h0 .. h0 + nr - 1 (all of kv head g) of token t over its n >= 1 entries b->ent, of
- * which the first ne are keys and the rest pooled blocks. */
-static void attend_chunk(const bctx *c, wbuf *b, uint32_t t, uint32_t g, uint32_t h0,
-                         uint32_t nr, uint32_t n, uint32_t ne) {
-    const uint32_t D = c->D, Dv = c->Dv, Hkv = c->Hkv;
-    const sieve_dtype dt = c->p->attn.dtype;
-    const size_t ld = c->nent;
-    for (uint32_t r = 0; r < nr; r++)
-        sieve_convert_to_f32(dt, (const char *)c->q + ((size_t)t * c->Hq + h0 + r) * D * c->esz,
-                             b->qf + (size_t)r * D, D);
-    /* the dots, a block of entries at a time */
-    for (uint32_t j0 = 0; j0 < n; j0 += KBLOCK) {
-        const uint32_t nb = n - j0 < KBLOCK ? n - j0 : KBLOCK;
-        for (uint32_t j = 0; j < nb; j++) {
-            const uint32_t e = b->ent[j0 + j];
-            const float *row = b->conv;
-            if (e & POOLED)
-                row = c->kbar + ((size_t)g * c->nbk + (e & ~POOLED)) * D;
-            else
-                sieve_convert_to_f32(dt, (const char *)c->keys + ((size_t)e * Hkv + g) * D * c->esz,
-                                     b->conv, D);
-            for (uint32_t d = 0; d < D; d++) b->kt[(size_t)d * nb + j] = row[d];
-        }
-        for (uint32_t r = 0; r < nr; r++) {
-            float *sc = b->sc + (size_t)r * ld + j0;
-            const float *qr = b->qf + (size_t)r * D;
-            for (uint32_t j = 0; j < nb; j++) sc[j] = 0.0f;
-            for (uint32_t d = 0; d < D; d++) { /* each dot in index order d; vectorised over j */
-                const float qd = qr[d];
-                const float *kd = b->kt + (size_t)d * nb;
-                for (uint32_t j = 0; j < nb; j++) sc[j] += qd * kd[j];
-            }
-        }
-    }
-    /* the logits, the softmax's maxima, exponentials and sums, ascending j */
-    for (uint32_t r = 0; r < nr; r++) {
-        float *sc = b->sc + (size_t)r * ld;
-        float m = -INFINITY;
-        for (uint32_t j = 0; j < ne; j++) {
-            sc[j] *= c->scale;
-            if (sc[j] > m) m = sc[j];
-        }
-        for (uint32_t j = ne; j < n; j++) {
-            sc[j] = sc[j] * c->scale + c->logB; /* B keys of the mean key */
-            if (sc[j] > m) m = sc[j];
-        }
-        float l = 0.0f;
-        for (uint32_t j = 0; j < n; j++) {
-            sc[j] = expf(sc[j] - m);
-            l += sc[j];
-        }
-        b->mx[r] = m;
-        b->sum[r] = l;
-    }
-    /* the weighted value sums, a block of entries at a time, ascending j */
-    for (size_t i = 0; i < (size_t)nr * Dv; i++) b->acc[i] = 0.0f;
-    for (uint32_t j0 = 0; j0 < n; j0 += KBLOCK) {
-        const uint32_t nb = n - j0 < KBLOCK ? n - j0 : KBLOCK;
-        for (uint32_t j = 0; j < nb; j++) {
-            const uint32_t e = b->ent[j0 + j];
-            float *dst = b->vv + (size_t)j * Dv;
-            if (e & POOLED)
-                memcpy(dst, c->vbar + ((size_t)g * c->nbv + (e & ~POOLED)) * Dv,
-                       (size_t)Dv * sizeof *dst);
-            else
-                sieve_convert_to_f32(
-                    dt, (const char *)c->values + ((size_t)e * Hkv + g) * Dv * c->esz, dst, Dv);
-        }
-        for (uint32_t r = 0; r < nr; r++) {
-            const float *ex = b->sc + (size_t)r * ld + j0;
-            float *acc = b->acc + (size_t)r * Dv;
-            for (uint32_t j = 0; j < nb; j++) {
-                const float ej = ex[j];
-                const float *vj = b->vv + (size_t)j * Dv;
-                for (uint32_t v = 0; v < Dv; v++) acc[v] += ej * vj[v];
-            }
-        }
-    }
-    for (uint32_t r = 0; r < nr; r++) {
-        const size_t th = (size_t)t * c->Hq + h0 + r;
-        const float *acc = b->acc + (size_t)r * Dv;
-        const float l = b->sum[r];
-        float *o = c->out + th * Dv;
-        for (uint32_t v = 0; v < Dv; v++) o[v] = acc[v] / l;
-        if (c->lse) c->lse[th] = b->mx[r] + logf(l);
-    }
-}
-
 static void attend_token(const bctx *c, wbuf *b, uint32_t t) {
     const uint32_t I = t / c->B, B = c->B;
     const uint32_t n = sieve__attn_visible(&c->p->attn, t); /* >= 1 */
@@ -330,7 +237,9 @@ static void attend_token(const bctx *c, wbuf *b, uint32_t t) {
         }
         for (uint32_t r0 = 0; r0 < c->rep; r0 += c->R) {
             const uint32_t nr = c->rep - r0 < c->R ? c->rep - r0 : c->R;
-            attend_chunk(c, b, t, g, g * c->rep + r0, nr, cnt, ne);
+            sieve__cpu_attend_entries(&c->src, &b->ab, c->kbar + (size_t)g * c->nbk * c->D,
+                                      c->vbar + (size_t)g * c->nbv * c->Dv, t, g,
+                                      g * c->rep + r0, nr, b->ent, cnt, ne);
         }
     }
 }
@@ -392,6 +301,19 @@ int sieve__cpu_block_sparse_prefill(const sieve_device *dev, const sieve_bsp_par
     c.logB = logf((float)p->block);
     c.out = out;
     c.lse = lse;
+    c.src.dtype = a->dtype;
+    c.src.esz = c.esz;
+    c.src.q = q;
+    c.src.keys = keys;
+    c.src.values = values;
+    c.src.Hq = c.Hq;
+    c.src.Hkv = c.Hkv;
+    c.src.D = c.D;
+    c.src.Dv = c.Dv;
+    c.src.scale = c.scale;
+    c.src.pooled_bias = c.logB;
+    c.src.out = out;
+    c.src.lse = lse;
     atomic_init(&c.next, 0);
 
     /* the layout: n_I, nf_I, off_I (per_head x kv_heads within int64: checked) */
@@ -466,14 +388,16 @@ int sieve__cpu_block_sparse_prefill(const sieve_device *dev, const sieve_bsp_par
             b->ss = (float *)(void *)(m + o_ss);
             b->e = (float *)(void *)(m + o_e);
             b->ent = (uint32_t *)(void *)(m + o_ent);
-            b->qf = (float *)(void *)(m + o_qf);
-            b->kt = (float *)(void *)(m + o_kt);
-            b->vv = (float *)(void *)(m + o_vv);
             b->conv = (float *)(void *)(m + o_conv);
-            b->sc = (float *)(void *)(m + o_sc);
-            b->mx = (float *)(void *)(m + o_mx);
-            b->sum = (float *)(void *)(m + o_sum);
-            b->acc = (float *)(void *)(m + o_acc);
+            b->ab.qf = (float *)(void *)(m + o_qf);
+            b->ab.kt = (float *)(void *)(m + o_kt);
+            b->ab.vv = (float *)(void *)(m + o_vv);
+            b->ab.conv = b->conv;
+            b->ab.sc = (float *)(void *)(m + o_sc);
+            b->ab.mx = (float *)(void *)(m + o_mx);
+            b->ab.sum = (float *)(void *)(m + o_sum);
+            b->ab.acc = (float *)(void *)(m + o_acc);
+            b->ab.ld = c.nent;
         }
     }
 

@@ -182,4 +182,40 @@ static inline size_t sieve__cpu_align(size_t n) {
     return (n + SIEVE__ALIGN - 1) & ~(size_t)(SIEVE__ALIGN - 1);
 }
 
+/* ---------------------------------------------------------------- attention rows */
+
+#define SIEVE__CPU_ATTN_KBLOCK 256u   /* key or value rows converted per block */
+#define SIEVE__CPU_POOLED 0x80000000u /* an entry with this bit is pooled block (entry & ~bit);
+                                         else a key position (n_keys <= INT32_MAX) */
+
+/* What sieve__cpu_attend_entries reads and writes: q, keys and values stored as
+ * sieve_causal_attention lays them out, the softmax scale, the bias a pooled entry's logit
+ * gets (log B), and out / lse (lse may be NULL). */
+typedef struct sieve__cpu_attn_src {
+    sieve_dtype dtype;
+    size_t esz;
+    const void *q, *keys, *values;
+    uint32_t Hq, Hkv, D, Dv;
+    float scale, pooled_bias;
+    float *out, *lse;
+} sieve__cpu_attn_src;
+
+/* One worker's buffers for up to nr query heads: qf (nr x D), kt (D x KBLOCK), vv
+ * (KBLOCK x Dv), conv (D), sc (nr rows of ld >= the entries), mx, sum (nr), acc (nr x Dv). */
+typedef struct sieve__cpu_attn_buf {
+    float *qf, *kt, *vv, *conv, *sc, *mx, *sum, *acc;
+    size_t ld;
+} sieve__cpu_attn_buf;
+
+/* The float32 attention of query heads h0 .. h0 + nr - 1 (all of kv head g) of token t over
+ * its n >= 1 entries ent (the first ne key positions, the rest pooled blocks whose rows are
+ * kbar_g + J x D and vbar_g + J x Dv), written to out and lse. Every dot is one sum over d in
+ * index order; the softmax takes the maximum first, then expf(x - m), and every sum over
+ * the entries runs in their order in one accumulator, so cutting them into blocks changes
+ * no rounding (kernels/cpu/attention.c). */
+void sieve__cpu_attend_entries(const sieve__cpu_attn_src *a, const sieve__cpu_attn_buf *b,
+                               const float *kbar_g, const float *vbar_g, uint32_t t,
+                               uint32_t g, uint32_t h0, uint32_t nr, const uint32_t *ent,
+                               uint32_t n, uint32_t ne);
+
 #endif

@@ -10,10 +10,10 @@
  *    group, the entries of idx row t that lie in [0, n_keys) are sorted ascending and made
  *    distinct into sets (T x k positions, |S_t| in counts[t]); the group's union size is
  *    counted by a merge over its tokens' sorted sets (at most 32 cursors), without a buffer.
- *  attend: the workers claim tokens. For token t and kv head g, the set's key rows are
- *    converted to float32 and gathered transposed (head_dim x |S_t|), its value rows
- *    row-major (|S_t| x v_dim); each query head h of g (h / (q_heads / kv_heads) == g) then
- *    computes, all in float32:
+ *  attend: the workers claim tokens. For token t and kv head g, the query heads h of g
+ *    (h / (q_heads / kv_heads) == g) are taken HCHUNK at a time over the set's entries by
+ *    sieve__cpu_attend_entries (kernels/cpu/attention.c: the key rows converted to float32
+ *    and gathered transposed, KBLOCK at a time, the value rows row-major), all in float32:
  *        dot_j = sum over d in index order of q[t,h,d] * key[s_j,g,d]   (s_j ascending)
  *        x_j = dot_j * scale,  m = max x_j,  e_j = expf(x_j - m),  l = sum_j e_j
  *        out[t,h,v] = (sum_j e_j * value[s_j,g,v]) / l,  lse[t,h] = m + logf(l)
@@ -26,8 +26,9 @@
  * groups of the union's size; ms_prepare and ms_attend are the wall times of the two phases
  * (not summed over workers); ms_total is the call's wall time.
  * Memory: the sets (T x k positions, idx's size) and per worker a k-entry row (prepare) and
- * about (head_dim + v_dim + 1) x max |S_t| floats (attend), all allocated before out or lse
- * is written, so SIEVE_ENOMEM leaves them untouched.
+ * about HCHUNK x (head_dim + v_dim + max |S_t|) + KBLOCK x (head_dim + v_dim) floats
+ * (attend), all allocated before out or lse is written, so SIEVE_ENOMEM leaves them
+ * untouched.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
@@ -39,20 +40,18 @@
 
 #define MAX_WORKERS 256u
 #define MAX_GROUP 32u /* sieve__check_sparse_attn_params bounds p->group */
+#define KBLOCK SIEVE__CPU_ATTN_KBLOCK
+#define HCHUNK 8u     /* query heads of one kv head attended together */
 
-/* One worker's buffers (attend buffers hold nmax = the largest |S_t| entries). */
+/* One worker's buffers. */
 typedef struct wbuf {
-    uint64_t *row; /* k: one idx row's valid entries, sorted (prepare) */
-    float *qf;     /* head_dim: the query row of one head in float32 */
-    float *kt;     /* head_dim x nmax: the set's key rows of one kv head, transposed */
-    float *vv;     /* nmax x v_dim: the set's value rows of one kv head */
-    float *conv;   /* max(head_dim, v_dim): one converted row */
-    float *sc;     /* nmax: the scores, then the exponentials */
-    float *acc;    /* v_dim: the weighted value sum */
+    uint64_t *row;          /* k: one idx row's valid entries, sorted (prepare) */
+    sieve__cpu_attn_buf ab; /* attend: HCHUNK heads over up to nmax = max |S_t| entries */
 } wbuf;
 
 typedef struct actx {
     const sieve_sparse_attn_params *p;
+    sieve__cpu_attn_src src; /* for sieve__cpu_attend_entries */
     const void *q, *keys, *values;
     const int32_t *idx;
     uint32_t T, Hq, Hkv, D, Dv, k, rep, G;
@@ -126,44 +125,10 @@ static void prepare_worker(void *vc, uint32_t worker) {
 
 /* ---------------------------------------------------------------- attend */
 
-/* Query head h of token t over the n >= 1 gathered keys and values of its kv head. */
-static void attend_head(const actx *c, wbuf *b, uint32_t t, uint32_t h, uint32_t n) {
-    const uint32_t D = c->D, Dv = c->Dv;
-    const size_t th = (size_t)t * c->Hq + h;
-    sieve_convert_to_f32(c->p->dtype, (const char *)c->q + th * D * c->esz, b->qf, D);
-    float *sc = b->sc;
-    for (uint32_t j = 0; j < n; j++) sc[j] = 0.0f;
-    for (uint32_t d = 0; d < D; d++) { /* each dot in index order d; vectorised over j */
-        const float qd = b->qf[d];
-        const float *kd = b->kt + (size_t)d * n;
-        for (uint32_t j = 0; j < n; j++) sc[j] += qd * kd[j];
-    }
-    float m = -INFINITY;
-    for (uint32_t j = 0; j < n; j++) {
-        sc[j] *= c->scale;
-        if (sc[j] > m) m = sc[j];
-    }
-    float l = 0.0f;
-    for (uint32_t j = 0; j < n; j++) {
-        sc[j] = expf(sc[j] - m);
-        l += sc[j];
-    }
-    float *acc = b->acc;
-    for (uint32_t v = 0; v < Dv; v++) acc[v] = 0.0f;
-    for (uint32_t j = 0; j < n; j++) {
-        const float e = sc[j];
-        const float *vj = b->vv + (size_t)j * Dv;
-        for (uint32_t v = 0; v < Dv; v++) acc[v] += e * vj[v];
-    }
-    float *o = c->out + th * Dv;
-    for (uint32_t v = 0; v < Dv; v++) o[v] = acc[v] / l;
-    if (c->lse) c->lse[th] = m + logf(l);
-}
-
 static void attend_token(const actx *c, wbuf *b, uint32_t t) {
     const uint32_t n = c->counts[t];
     const uint32_t *set = c->sets + (size_t)t * c->k;
-    const uint32_t D = c->D, Dv = c->Dv, Hkv = c->Hkv;
+    const uint32_t Dv = c->Dv;
     if (n == 0) {
         const size_t th0 = (size_t)t * c->Hq;
         memset(c->out + th0 * Dv, 0, (size_t)c->Hq * Dv * sizeof(float));
@@ -171,17 +136,13 @@ static void attend_token(const actx *c, wbuf *b, uint32_t t) {
             for (uint32_t h = 0; h < c->Hq; h++) c->lse[th0 + h] = -INFINITY;
         return;
     }
-    for (uint32_t g = 0; g < Hkv; g++) {
-        for (uint32_t j = 0; j < n; j++) {
-            const size_t row = (size_t)set[j] * Hkv + g;
-            sieve_convert_to_f32(c->p->dtype, (const char *)c->keys + row * D * c->esz, b->conv,
-                                 D);
-            for (uint32_t d = 0; d < D; d++) b->kt[(size_t)d * n + j] = b->conv[d];
-            sieve_convert_to_f32(c->p->dtype, (const char *)c->values + row * Dv * c->esz,
-                                 b->vv + (size_t)j * Dv, Dv);
+    const uint32_t R = c->rep < HCHUNK ? c->rep : HCHUNK;
+    for (uint32_t g = 0; g < c->Hkv; g++)
+        for (uint32_t r0 = 0; r0 < c->rep; r0 += R) {
+            const uint32_t nr = c->rep - r0 < R ? c->rep - r0 : R;
+            sieve__cpu_attend_entries(&c->src, &b->ab, NULL, NULL, t, g, g * c->rep + r0, nr,
+                                      set, n, n);
         }
-        for (uint32_t r = 0; r < c->rep; r++) attend_head(c, b, t, g * c->rep + r, n);
-    }
 }
 
 static void attend_worker(void *vc, uint32_t worker) {
@@ -241,25 +202,32 @@ static int run_attend(actx *c, uint32_t W, double *ms) {
     uint32_t nmax = 0;
     for (uint32_t t = 0; t < c->T; t++)
         if (c->counts[t] > nmax) nmax = c->counts[t];
-    const size_t D = c->D, Dv = c->Dv;
-    size_t per = 0, o_q, o_kt, o_vv, o_conv, o_sc, o_acc;
+    const size_t D = c->D, Dv = c->Dv, R = c->rep < HCHUNK ? c->rep : HCHUNK;
+    const size_t kb = nmax < KBLOCK ? nmax : KBLOCK;
+    size_t per = 0, o_q, o_kt, o_vv, o_conv, o_sc, o_mx, o_sum, o_acc;
     char *base = NULL;
-    if (!region(&per, &o_q, D, sizeof(float)) ||
-        !region(&per, &o_kt, D, (size_t)nmax * sizeof(float)) ||
-        !region(&per, &o_vv, Dv, (size_t)nmax * sizeof(float)) ||
-        !region(&per, &o_conv, D > Dv ? D : Dv, sizeof(float)) ||
-        !region(&per, &o_sc, nmax, sizeof(float)) || !region(&per, &o_acc, Dv, sizeof(float)))
+    if (!region(&per, &o_q, R * D, sizeof(float)) ||
+        !region(&per, &o_kt, D * kb, sizeof(float)) ||
+        !region(&per, &o_vv, kb * Dv, sizeof(float)) ||
+        !region(&per, &o_conv, D, sizeof(float)) ||
+        !region(&per, &o_sc, nmax, R * sizeof(float)) ||
+        !region(&per, &o_mx, R, sizeof(float)) || !region(&per, &o_sum, R, sizeof(float)) ||
+        !region(&per, &o_acc, R * Dv, sizeof(float)))
         return SIEVE_ENOMEM;
     char *mem = worker_block(per, W, &base);
     if (!mem) return SIEVE_ENOMEM;
     for (uint32_t i = 0; i < W; i++) {
         char *m = base + (size_t)i * per;
-        c->bufs[i].qf = (float *)(void *)(m + o_q);
-        c->bufs[i].kt = (float *)(void *)(m + o_kt);
-        c->bufs[i].vv = (float *)(void *)(m + o_vv);
-        c->bufs[i].conv = (float *)(void *)(m + o_conv);
-        c->bufs[i].sc = (float *)(void *)(m + o_sc);
-        c->bufs[i].acc = (float *)(void *)(m + o_acc);
+        sieve__cpu_attn_buf *ab = &c->bufs[i].ab;
+        ab->qf = (float *)(void *)(m + o_q);
+        ab->kt = (float *)(void *)(m + o_kt);
+        ab->vv = (float *)(void *)(m + o_vv);
+        ab->conv = (float *)(void *)(m + o_conv);
+        ab->sc = (float *)(void *)(m + o_sc);
+        ab->mx = (float *)(void *)(m + o_mx);
+        ab->sum = (float *)(void *)(m + o_sum);
+        ab->acc = (float *)(void *)(m + o_acc);
+        ab->ld = nmax;
     }
     const double t0 = sieve__now_ms();
     atomic_store(&c->next, 0);
@@ -300,6 +268,19 @@ int sieve__cpu_sparse_attention(const sieve_device *dev, const sieve_sparse_attn
     c.scale = p->scale == 0.0f ? (float)(1.0 / sqrt((double)p->head_dim)) : p->scale;
     c.out = out;
     c.lse = lse;
+    c.src.dtype = p->dtype;
+    c.src.esz = c.esz;
+    c.src.q = q;
+    c.src.keys = keys;
+    c.src.values = values;
+    c.src.Hq = c.Hq;
+    c.src.Hkv = c.Hkv;
+    c.src.D = c.D;
+    c.src.Dv = c.Dv;
+    c.src.scale = c.scale;
+    c.src.pooled_bias = 0.0f; /* no pooled entries */
+    c.src.out = out;
+    c.src.lse = lse;
     atomic_init(&c.next, 0);
     /* T x k positions fit: checked as idx's byte size */
     c.sets = malloc((size_t)T * p->k * sizeof *c.sets);
