@@ -712,7 +712,11 @@ typedef struct sieve_bsp_stats {
 int sieve_bsp_layout(const sieve_bsp_params *p, uint32_t *tiles, uint64_t *per_head,
                      uint32_t *n_blocks);
 
-/* Scratch bytes sieve_block_sparse_prefill needs on dev for p (the CPU needs none: 0).
+/* Scratch bytes sieve_block_sparse_prefill needs on dev for p (the CPU needs none: 0; it
+ * allocates about kv_heads x per_head bytes of decisions itself). On CUDA about kv_heads x
+ * per_head x 16 bytes (each visible block's score pair and its place in the kept and
+ * corrected lists) plus the pooled rows: it grows with the square of n_queries / block
+ * (about 270 MB at 128K tokens, blocks of 64 and 8 kv heads).
  * Errors: SIEVE_EINVAL, SIEVE_ENOTSUP (CUDA: a shape, dtype or block it does not run). */
 int sieve_bsp_scratch_size(sieve_device *dev, const sieve_bsp_params *p, size_t *bytes);
 
