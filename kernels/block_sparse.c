@@ -25,16 +25,16 @@ void sieve_bsp_params_init(sieve_bsp_params *p, sieve_dtype dtype, uint32_t n_qu
     p->correct = 1;
 }
 
-/* per_head: the sum over tiles of n_I. 0 when it (or kv_heads times it) passes INT64_MAX. */
+/* per_head: the sum over tiles of n_I, and n_blocks (optional) the n_I, written only when
+ * the sum fits. 0 when it (or kv_heads times it) passes INT64_MAX. */
 static int bsp_per_head(const sieve_bsp_params *p, uint32_t tiles, uint64_t *per_head,
                         uint32_t *n_blocks) {
     uint64_t sum = 0;
-    for (uint32_t i = 0; i < tiles; i++) {
-        const uint32_t n = sieve__bsp_visible_blocks(p, i);
-        if (n_blocks) n_blocks[i] = n;
-        sum += n; /* at most 2^32 tiles x 2^31 blocks: no wrap in 64 bits */
-    }
+    for (uint32_t i = 0; i < tiles; i++)
+        sum += sieve__bsp_visible_blocks(p, i); /* at most 2^32 tiles x 2^31 blocks: no wrap */
     if (sum > (uint64_t)INT64_MAX / p->attn.kv_heads) return 0;
+    if (n_blocks)
+        for (uint32_t i = 0; i < tiles; i++) n_blocks[i] = sieve__bsp_visible_blocks(p, i);
     *per_head = sum;
     return 1;
 }

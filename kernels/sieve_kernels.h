@@ -668,10 +668,12 @@ int sieve_causal_attention_reference(const sieve_attn_params *p, const void *q,
  * (x_s = scale * q[t,h] . keys[s,g], xbar_J = scale * q[t,h] . kbar_J); a row with nothing
  * to attend (possible only with correct = 0) gets out 0 and lse -infinity.
  *
- * Precision: the selection compares float32 sums (CUDA: tensor-core dots, ex2.approx), so a
- * block whose E_J lies within about 1e-4 relative of alpha * max may be decided either way
- * by different backends; the float64 reference (sieve_bsp_select_reference) reports each
- * block's E_J / max E so tests can skip those. The attention given a selection has
+ * Precision: the selection compares sums of float32 exponentials of float32 scores (the CPU
+ * sums them in double; CUDA takes tensor-core dots and ex2.approx and sums 256 rows at a
+ * time in float32), so a block whose E_J lies within about 1e-4 relative of alpha * max
+ * (more on CUDA for tiles of many thousands of rows) may be decided either way by different
+ * backends; the float64 reference (sieve_bsp_select_reference) reports each block's
+ * E_J / max E so tests can skip those. The attention given a selection has
  * sieve_causal_attention's precision (CUDA rounds probabilities to the storage dtype).
  *
  * CUDA: as sieve_causal_attention (compute capability 9.0 or newer, float16 and bfloat16,

@@ -180,7 +180,8 @@ int sieve__cuda_causal_attention(void *ctx, const sieve_attn_params *p, const vo
 /* ---- block-sparse prefill (kernels/block_sparse.c checks the arguments and dispatches) */
 
 /* Checks p (the shape as sieve__check_attn_params, block >= 1, alpha in [0, 1], correct 0
- * or 1, the selection's size within int64). 0 or SIEVE_EINVAL. */
+ * or 1). 0 or SIEVE_EINVAL. The selection's size (per_head x kv_heads within int64) is
+ * checked by the callers in kernels/block_sparse.c. */
 int sieve__check_bsp_params(const sieve_bsp_params *p);
 
 /* Tiles of p: ceil(n_queries / block). */

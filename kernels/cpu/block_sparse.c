@@ -19,12 +19,12 @@
  *    the float64 reference does (block_sparse_ref.c), so both hold the same bits.
  *  select: the workers claim (tile I, kv head g) pairs, the last tiles first (they see the
  *    most blocks). For each row i of the tile (token t ascending, then the query heads h of
- *    g ascending) and every J < n_I, all in float32:
+ *    g ascending) and every J < n_I, the scores in float32:
  *        s_iJ = (sum over d in index order of q[t,h,d] * kbar_J[d]) * scale
- *        M = max s_iJ,  E_J = sum over i ascending of expf(s_iJ - M)  (one accumulator)
- *    and J is kept when sieve__bsp_forced(p, I, J) or E_J >= alpha * max E (the product
- *    rounded to float). The block of the largest E_J is kept: alpha <= 1, so alpha * max E
- *    rounds to at most max E. One byte per visible block records the decision.
+ *        M = max s_iJ,  E_J = sum over i ascending of expf(s_iJ - M)  (a double accumulator)
+ *    and J is kept when sieve__bsp_forced(p, I, J) or E_J >= alpha * max E (in double).
+ *    The block of the largest E_J is kept: alpha <= 1, so alpha * max E is at most max E.
+ *    One byte per visible block records the decision.
  *  attend: the workers claim tokens, the last token first (it sees the most keys). Token t
  *    of tile I sees n = sieve__attn_visible(p, t) keys; for kv head g its entries are the
  *    keys s < n of the kept blocks in ascending s, then (correct = 1) the pooled rows of the
@@ -78,7 +78,7 @@ typedef struct wbuf {
     float *qrow;  /* head_dim: one query row */
     float *kbt;   /* head_dim x n_I: the tile's pooled keys of kv head g, transposed */
     float *ss;    /* rows x n_I: the block scores of a tile, then their exponentials */
-    float *e;     /* n_I: E_J */
+    double *e;    /* n_I: E_J */
     float *conv;  /* max(head_dim, v_dim): one converted row */
     /* attend */
     uint32_t *ent;          /* nent: a token's entries for one kv head */
@@ -180,16 +180,17 @@ static void select_tile(const bctx *c, wbuf *b, uint32_t I, uint32_t g) {
             }
         }
     const size_t rows = i;
-    /* E_J: the rows' exponentials summed in row order, one accumulator per block */
-    for (uint32_t J = 0; J < nI; J++) b->e[J] = 0.0f;
+    /* E_J: the rows' exponentials summed in row order, one double accumulator per block (a
+     * float sum over tens of thousands of rows would drift past the contract's band) */
+    for (uint32_t J = 0; J < nI; J++) b->e[J] = 0.0;
     for (i = 0; i < rows; i++) {
         const float *s = b->ss + i * nI;
-        for (uint32_t J = 0; J < nI; J++) b->e[J] += expf(s[J] - M);
+        for (uint32_t J = 0; J < nI; J++) b->e[J] += (double)expf(s[J] - M);
     }
-    float maxE = b->e[0];
+    double maxE = b->e[0];
     for (uint32_t J = 1; J < nI; J++)
         if (b->e[J] > maxE) maxE = b->e[J];
-    const float thr = c->p->alpha * maxE;
+    const double thr = (double)c->p->alpha * maxE;
     unsigned char *keep = c->keep + (size_t)g * c->per_head + c->off[I];
     for (uint32_t J = 0; J < nI; J++)
         keep[J] = (unsigned char)(sieve__bsp_forced(c->p, I, J) || b->e[J] >= thr);
@@ -364,7 +365,7 @@ int sieve__cpu_block_sparse_prefill(const sieve_device *dev, const sieve_bsp_par
             !region(&per, &o_qrow, D, sizeof(float)) ||
             !region(&per, &o_kbt, D, (size_t)c.nbk * sizeof(float)) ||
             !region(&per, &o_ss, rows, (size_t)c.nbk * sizeof(float)) ||
-            !region(&per, &o_e, c.nbk, sizeof(float)) ||
+            !region(&per, &o_e, c.nbk, sizeof(double)) ||
             !region(&per, &o_ent, c.nent, sizeof(uint32_t)) ||
             !region(&per, &o_qf, R * D, sizeof(float)) ||
             !region(&per, &o_kt, D * kb, sizeof(float)) ||
@@ -386,7 +387,7 @@ int sieve__cpu_block_sparse_prefill(const sieve_device *dev, const sieve_bsp_par
             b->qrow = (float *)(void *)(m + o_qrow);
             b->kbt = (float *)(void *)(m + o_kbt);
             b->ss = (float *)(void *)(m + o_ss);
-            b->e = (float *)(void *)(m + o_e);
+            b->e = (double *)(void *)(m + o_e);
             b->ent = (uint32_t *)(void *)(m + o_ent);
             b->conv = (float *)(void *)(m + o_conv);
             b->ab.qf = (float *)(void *)(m + o_qf);

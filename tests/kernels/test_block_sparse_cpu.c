@@ -803,6 +803,59 @@ Test(bsp_select, short_last_block_mean) {
 
 /* ---------------------------------------------------------------- the references vs own */
 
+/* A tile of 32,768 rows (4,096 tokens x 8 heads) whose block 1 scores 0.1 of block 0 (to
+ * float rounding): a float32 sum of the rows' exponentials drifts by about 3e-4 relative,
+ * past the contract's 1e-4 band; the CPU sums in double, so at alpha 2e-4 relative on
+ * either side of the ratio it decides as the float64 reference does. */
+Test(bsp_select, large_tile_precision) {
+    const uint32_t T = 4096, Hq = 8, L = 12288, B = 4096;
+    float *q = malloc((size_t)T * Hq * sizeof *q), *k = malloc((size_t)L * sizeof *k),
+          *v = malloc((size_t)L * sizeof *v), *out = malloc((size_t)T * Hq * sizeof *out);
+    cr_assert(q && k && v && out);
+    for (size_t i = 0; i < (size_t)T * Hq; i++) q[i] = 1.0f;
+    for (uint32_t s = 0; s < L; s++) {
+        k[s] = s < B ? 0.0f : s < 2 * B ? logf(0.1f) : -10.0f;
+        v[s] = (float)(s / B);
+    }
+    sieve_bsp_params p;
+    sieve_bsp_params_init(&p, SIEVE_DTYPE_F32, T, Hq, 1, 1, 1, L);
+    p.attn.pos0 = 8192;
+    p.attn.scale = 1.0f;
+    p.block = B;
+    p.sink_blocks = 0;
+    p.window_blocks = 0;
+    p.correct = 0;
+    uint32_t tiles = 0;
+    uint64_t per_head = 0;
+    cr_assert_eq(sieve_bsp_layout(&p, &tiles, &per_head, NULL), 0);
+    cr_assert_eq(tiles, 1);
+    cr_assert_eq(per_head, 3); /* blocks 0 and 1 full, block 2 the diagonal */
+    uint32_t rc_[1], cc[1];
+    int32_t rb[3], cb[3];
+    double ratio[3];
+    cr_assert_eq(sieve_bsp_select_reference(&p, q, k, rc_, rb, ratio), 0);
+    cr_assert(fabs(ratio[1] - 0.1) < 1e-6, "block 1's ratio %.9g", ratio[1]);
+    sieve_device *dev = open_cpu("cpu:2");
+    for (int side = -1; side <= 1; side += 2) {
+        p.alpha = (float)(ratio[1] * (1.0 - side * 2e-4)); /* side 1: below the ratio, kept */
+        cr_assert_eq(sieve_bsp_select_reference(&p, q, k, rc_, rb, ratio), 0);
+        cr_assert_eq(sieve_block_sparse_prefill(dev, &p, q, k, v, NULL, 0, out, NULL, cc, cb,
+                                                NULL),
+                     0);
+        const int ref1 = rc_[0] >= 2 && rb[1] == 1, cpu1 = cc[0] >= 2 && cb[1] == 1;
+        cr_assert_eq(ref1, side > 0, "alpha %.9g: the reference %s block 1", (double)p.alpha,
+                     ref1 ? "keeps" : "drops");
+        cr_assert_eq(cpu1, ref1, "alpha %.9g (ratio %.9g): CPU %s block 1, reference %s",
+                     (double)p.alpha, ratio[1], cpu1 ? "keeps" : "drops",
+                     ref1 ? "keeps" : "drops");
+    }
+    sieve_device_close(dev);
+    free(q);
+    free(k);
+    free(v);
+    free(out);
+}
+
 /* On small problems the references agree with the test's own float64: the ratios, the
  * selection (away from near-ties of 1e-9), and the attention given that selection with and
  * without correction, on the whole range and on a sub-range. */
