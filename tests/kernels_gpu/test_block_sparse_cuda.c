@@ -4,8 +4,8 @@
  * the bound sieve_kernels.h states for the attention kernels), with and without mean
  * correction; alpha 0 against CUDA dense causal attention bit for bit; blocks of 64 and 128,
  * chunks of a longer prefill (pos0 > 0), rows clipped at n_keys, 1 to 128 query heads a kv
- * head, decode-size calls (slices), and the error codes. Skips, saying so, where no CUDA
- * device is visible. */
+ * head, decode-size calls (slices), one token, fewer keys than a block, the 3-stage ring,
+ * and the error codes. Skips, saying so, where no CUDA device is visible. */
 #define _POSIX_C_SOURCE 200809L
 #include <criterion/criterion.h>
 #include <math.h>
@@ -308,6 +308,27 @@ Test(block_sparse_cuda, head_ratios_and_decode) {
     run_case(&b, 105);
     bcase d = {SIEVE_DTYPE_BF16, 3, 32, 8, 128, 128, 5000, 4997, 128, 0.1f, 2, 2, 1.0f};
     run_case(&d, 106);
+}
+
+/* Edges: one token (decode at the end of a long prefix), keys fewer than one block (every
+ * block the diagonal band), a block of 128 over 100 keys. */
+Test(block_sparse_cuda, small_edges) {
+    SKIP_WITHOUT_GPU();
+    bcase a = {SIEVE_DTYPE_BF16, 1, 32, 8, 128, 128, 3000, 2999, 64, 0.1f, 2, 2, 1.5f};
+    run_case(&a, 109);
+    bcase b = {SIEVE_DTYPE_F16, 40, 8, 2, 64, 64, 50, 10, 64, 0.3f, 1, 1, 1.0f};
+    run_case(&b, 110);
+    bcase d = {SIEVE_DTYPE_BF16, 100, 4, 1, 128, 64, 100, 0, 128, 0.5f, 0, 0, 1.0f};
+    run_case(&d, 111);
+}
+
+/* The block mode on a 3-stage ring (SIEVE_CUDA_SA_STAGES=3, the tuning hook; 2 by default). */
+Test(block_sparse_cuda, three_stage_ring) {
+    SKIP_WITHOUT_GPU();
+    cr_assert_eq(setenv("SIEVE_CUDA_SA_STAGES", "3", 1), 0);
+    bcase c = {SIEVE_DTYPE_BF16, 600, 32, 8, 128, 128, 900, 300, 64, 0.2f, 1, 2, 1.0f};
+    run_case(&c, 112);
+    cr_assert_eq(unsetenv("SIEVE_CUDA_SA_STAGES"), 0);
 }
 
 /* alpha 1 keeps the forced blocks and the best one; alpha 0 keeps every block, so nothing is
