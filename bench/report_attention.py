@@ -39,6 +39,18 @@ CUDNN_X = 10.0   # ... and 10x cuDNN dense ...
 PREFILL_L = 131072  # ... at 128K (targets.md, about 5% density)
 
 
+def pyplot():
+    """matplotlib's pyplot on the Agg backend, or None (saying so) where it is not installed."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("matplotlib not installed: no plots", file=sys.stderr)
+        return None
+    return plt
+
+
 def key(r):
     return (r["T"], r["H"], r["D"], r["L"], r["k"])
 
@@ -198,12 +210,8 @@ def prefill_report(prefill, tdense, out, plots):
     out.append(f"- Block-sparse against float64 given its own selection, forced blocks kept: "
                f"{'every shape' if not off else f'{len(off)} OFF'}.")
     if plots:
-        try:
-            import matplotlib
-            matplotlib.use("Agg")
-            import matplotlib.pyplot as plt
-        except ImportError:
-            print("matplotlib not installed: no plots", file=sys.stderr)
+        plt = pyplot()
+        if plt is None:
             return off
         fig, ax = plt.subplots(figsize=(6.4, 4.2))
         heads = {}
@@ -279,12 +287,8 @@ def sparse_report(sparse, out, plots):
     out.append(f"- Grouped == per query and float64 within the stated bound: "
                f"{'every shape' if not off else f'{len(off)} OFF'}.")
     if plots:
-        try:
-            import matplotlib
-            matplotlib.use("Agg")
-            import matplotlib.pyplot as plt
-        except ImportError:
-            print("matplotlib not installed: no plots", file=sys.stderr)
+        plt = pyplot()
+        if plt is None:
             return off
         fig, ax = plt.subplots(figsize=(6.4, 4.2))
         series = {}
@@ -341,12 +345,8 @@ def indexer_report(sieve, torch, out, plots):
     out.append(f"- Fused == materialized bit for bit: "
                f"{'every checked shape' if not bad else f'{len(bad)} MISMATCH'}.")
     if plots:
-        try:
-            import matplotlib
-            matplotlib.use("Agg")
-            import matplotlib.pyplot as plt
-        except ImportError:
-            print("matplotlib not installed: no plots", file=sys.stderr)
+        plt = pyplot()
+        if plt is None:
             return bad
         for axis, other, name in (("L", "T", "vs-L"), ("T", "L", "vs-T")):
             fig, ax = plt.subplots(figsize=(6.4, 4.2))
