@@ -636,7 +636,7 @@ int sieve_causal_attention_reference(const sieve_attn_params *p, const void *q,
                                      const void *keys, const void *values, double *out,
                                      double *lse);
 
-/* ---------------------------------------------------------------- attention: block-sparse prefill */
+/* ------------------------------------------------------- attention: block-sparse prefill */
 
 /* Block-sparse prefill with mean correction (FlashPrefill V2; design.md, "The attention
  * workload"). Shape, positions and scale as sieve_causal_attention (p->attn): query token t

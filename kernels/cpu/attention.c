@@ -21,9 +21,10 @@
  * are exact in float32; float32 products round once. scale 0 means 1 / sqrt(head_dim),
  * computed in double and rounded to float once.
  * Memory per worker: about HCHUNK x (head_dim + v_dim + nmax) + KBLOCK x (head_dim + v_dim)
- * floats and nmax entries, nmax = the keys the last token sees (the scores of a chunk of heads over a whole
- * row: the softmax's maximum is needed before the first exponential). Every buffer is
- * allocated before out or lse is written, so SIEVE_ENOMEM leaves them untouched.
+ * floats and nmax entries, nmax = the keys the last token sees (the scores of a chunk of
+ * heads over a whole row: the softmax's maximum is needed before the first exponential).
+ * Every buffer is allocated before out or lse is written, so SIEVE_ENOMEM leaves them
+ * untouched.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
@@ -161,15 +162,6 @@ static void attend_worker(void *vc, uint32_t worker) {
     }
 }
 
-/* *total += count * elem, aligned, recording the offset; 0 on size overflow. */
-static int region(size_t *total, size_t *off, size_t count, size_t elem) {
-    if (count && elem > (SIZE_MAX / 2) / count) return 0;
-    const size_t bytes = sieve__cpu_align(count * elem);
-    if (*total > SIZE_MAX / 2 - bytes) return 0;
-    *off = *total;
-    *total += bytes;
-    return 1;
-}
 
 int sieve__cpu_causal_attention(const sieve_device *dev, const sieve_attn_params *p,
                                 const void *q, const void *keys, const void *values,
@@ -204,14 +196,15 @@ int sieve__cpu_causal_attention(const sieve_device *dev, const sieve_attn_params
     const size_t D = c.src.D, Dv = c.src.Dv, R = c.R;
     const size_t nb = c.nmax < KBLOCK ? c.nmax : KBLOCK;
     size_t per = 0, o_q, o_kt, o_vv, o_conv, o_sc, o_mx, o_sum, o_acc, o_ent;
-    if (!region(&per, &o_q, R * D, sizeof(float)) ||
-        !region(&per, &o_kt, D * nb, sizeof(float)) ||
-        !region(&per, &o_vv, nb * Dv, sizeof(float)) ||
-        !region(&per, &o_conv, D, sizeof(float)) ||
-        !region(&per, &o_sc, c.nmax, R * sizeof(float)) ||
-        !region(&per, &o_mx, R, sizeof(float)) || !region(&per, &o_sum, R, sizeof(float)) ||
-        !region(&per, &o_acc, R * Dv, sizeof(float)) ||
-        !region(&per, &o_ent, c.nmax, sizeof(uint32_t)) || per > (SIZE_MAX / 2) / W)
+    if (!sieve__cpu_region(&per, &o_q, R * D, sizeof(float)) ||
+        !sieve__cpu_region(&per, &o_kt, D * nb, sizeof(float)) ||
+        !sieve__cpu_region(&per, &o_vv, nb * Dv, sizeof(float)) ||
+        !sieve__cpu_region(&per, &o_conv, D, sizeof(float)) ||
+        !sieve__cpu_region(&per, &o_sc, c.nmax, R * sizeof(float)) ||
+        !sieve__cpu_region(&per, &o_mx, R, sizeof(float)) ||
+        !sieve__cpu_region(&per, &o_sum, R, sizeof(float)) ||
+        !sieve__cpu_region(&per, &o_acc, R * Dv, sizeof(float)) ||
+        !sieve__cpu_region(&per, &o_ent, c.nmax, sizeof(uint32_t)) || per > (SIZE_MAX / 2) / W)
         return SIEVE_ENOMEM;
     char *mem = malloc(per * W + SIEVE__ALIGN);
     c.bufs = calloc(W, sizeof *c.bufs);

@@ -257,15 +257,6 @@ static void attend_worker(void *vc, uint32_t worker) {
 
 /* ---------------------------------------------------------------- entry */
 
-/* *total += count * elem, aligned, recording the offset; 0 on size overflow. */
-static int region(size_t *total, size_t *off, size_t count, size_t elem) {
-    if (count && elem > (SIZE_MAX / 2) / count) return 0;
-    const size_t bytes = sieve__cpu_align(count * elem);
-    if (*total > SIZE_MAX / 2 - bytes) return 0;
-    *off = *total;
-    *total += bytes;
-    return 1;
-}
 
 /* Runs fn on min(W, units) workers from a zeroed counter. */
 static void run_phase(bctx *c, uint32_t W, uint64_t units, sieve__cpu_task_fn fn) {
@@ -360,20 +351,22 @@ int sieve__cpu_block_sparse_prefill(const sieve_device *dev, const sieve_bsp_par
         const size_t kb = c.nent < KBLOCK ? c.nent : KBLOCK;
         size_t per = 0, o_dacc, o_mean, o_stor, o_qrow, o_kbt, o_ss, o_e, o_ent, o_qf, o_kt,
                o_vv, o_conv, o_sc, o_mx, o_sum, o_acc;
-        if (!region(&per, &o_dacc, Dm, sizeof(double)) ||
-            !region(&per, &o_mean, Dm, sizeof(float)) || !region(&per, &o_stor, Dm, c.esz) ||
-            !region(&per, &o_qrow, D, sizeof(float)) ||
-            !region(&per, &o_kbt, D, (size_t)c.nbk * sizeof(float)) ||
-            !region(&per, &o_ss, rows, (size_t)c.nbk * sizeof(float)) ||
-            !region(&per, &o_e, c.nbk, sizeof(double)) ||
-            !region(&per, &o_ent, c.nent, sizeof(uint32_t)) ||
-            !region(&per, &o_qf, R * D, sizeof(float)) ||
-            !region(&per, &o_kt, D * kb, sizeof(float)) ||
-            !region(&per, &o_vv, kb * Dv, sizeof(float)) ||
-            !region(&per, &o_conv, Dm, sizeof(float)) ||
-            !region(&per, &o_sc, c.nent, R * sizeof(float)) ||
-            !region(&per, &o_mx, R, sizeof(float)) || !region(&per, &o_sum, R, sizeof(float)) ||
-            !region(&per, &o_acc, R * Dv, sizeof(float)) || per > (SIZE_MAX / 2) / W)
+        if (!sieve__cpu_region(&per, &o_dacc, Dm, sizeof(double)) ||
+            !sieve__cpu_region(&per, &o_mean, Dm, sizeof(float)) ||
+            !sieve__cpu_region(&per, &o_stor, Dm, c.esz) ||
+            !sieve__cpu_region(&per, &o_qrow, D, sizeof(float)) ||
+            !sieve__cpu_region(&per, &o_kbt, D, (size_t)c.nbk * sizeof(float)) ||
+            !sieve__cpu_region(&per, &o_ss, rows, (size_t)c.nbk * sizeof(float)) ||
+            !sieve__cpu_region(&per, &o_e, c.nbk, sizeof(double)) ||
+            !sieve__cpu_region(&per, &o_ent, c.nent, sizeof(uint32_t)) ||
+            !sieve__cpu_region(&per, &o_qf, R * D, sizeof(float)) ||
+            !sieve__cpu_region(&per, &o_kt, D * kb, sizeof(float)) ||
+            !sieve__cpu_region(&per, &o_vv, kb * Dv, sizeof(float)) ||
+            !sieve__cpu_region(&per, &o_conv, Dm, sizeof(float)) ||
+            !sieve__cpu_region(&per, &o_sc, c.nent, R * sizeof(float)) ||
+            !sieve__cpu_region(&per, &o_mx, R, sizeof(float)) ||
+            !sieve__cpu_region(&per, &o_sum, R, sizeof(float)) ||
+            !sieve__cpu_region(&per, &o_acc, R * Dv, sizeof(float)) || per > (SIZE_MAX / 2) / W)
             goto done;
         mem = malloc(per * W + SIEVE__ALIGN);
         if (!mem) goto done;

@@ -182,6 +182,17 @@ static inline size_t sieve__cpu_align(size_t n) {
     return (n + SIEVE__ALIGN - 1) & ~(size_t)(SIEVE__ALIGN - 1);
 }
 
+/* Reserves count x elem bytes, aligned, at the end of a layout of *total bytes: *off gets
+ * their offset and *total grows. 0 (nothing changed) when the sizes pass SIZE_MAX / 2. */
+static inline int sieve__cpu_region(size_t *total, size_t *off, size_t count, size_t elem) {
+    if (count && elem > (SIZE_MAX / 2) / count) return 0;
+    const size_t bytes = sieve__cpu_align(count * elem);
+    if (*total > SIZE_MAX / 2 - bytes) return 0;
+    *off = *total;
+    *total += bytes;
+    return 1;
+}
+
 /* ---------------------------------------------------------------- attention rows */
 
 #define SIEVE__CPU_ATTN_KBLOCK 256u   /* key or value rows converted per block */

@@ -304,15 +304,6 @@ static void query_worker(void *vc, uint32_t worker) {
 
 /* ---------------------------------------------------------------- entry */
 
-/* *total += count * elem, aligned, recording the offset; 0 on size overflow. */
-static int region(size_t *total, size_t *off, size_t count, size_t elem) {
-    if (count && elem > (SIZE_MAX / 2) / count) return 0;
-    const size_t bytes = sieve__cpu_align(count * elem);
-    if (*total > SIZE_MAX / 2 - bytes) return 0;
-    *off = *total;
-    *total += bytes;
-    return 1;
-}
 
 int sieve__cpu_indexer_supported(const sieve_indexer_params *p) {
     /* BLAS takes int sizes */
@@ -334,12 +325,13 @@ int sieve__cpu_indexer_topk(const sieve_device *dev, const sieve_indexer_params 
     const uint32_t max_v = sieve_indexer_visible(p, T - 1);
     size_t per = 0, o_qf, o_x, o_d, o_b, o_r, o_t;
     const size_t H = p->heads, D = p->head_dim;
-    int ok = region(&per, &o_qf, p->dtype == SIEVE_DTYPE_F32 ? 0 : H * D, sizeof(float)) &&
-             region(&per, &o_x, (size_t)BLOCK * D, sizeof(float)) &&
-             region(&per, &o_d, H * BLOCK, sizeof(float)) &&
-             region(&per, &o_b, BLOCK, sizeof(float)) &&
-             region(&per, &o_r, max_v, sizeof(uint64_t)) &&
-             region(&per, &o_t, max_v, sizeof(uint64_t));
+    int ok = sieve__cpu_region(&per, &o_qf, p->dtype == SIEVE_DTYPE_F32 ? 0 : H * D,
+                               sizeof(float)) &&
+             sieve__cpu_region(&per, &o_x, (size_t)BLOCK * D, sizeof(float)) &&
+             sieve__cpu_region(&per, &o_d, H * BLOCK, sizeof(float)) &&
+             sieve__cpu_region(&per, &o_b, BLOCK, sizeof(float)) &&
+             sieve__cpu_region(&per, &o_r, max_v, sizeof(uint64_t)) &&
+             sieve__cpu_region(&per, &o_t, max_v, sizeof(uint64_t));
     if (!ok || per > (SIZE_MAX / 2) / W) return SIEVE_ENOMEM;
     char *mem = malloc(per * W + SIEVE__ALIGN);
     wbuf *bufs = malloc(W * sizeof *bufs);

@@ -157,15 +157,6 @@ static void attend_worker(void *vc, uint32_t worker) {
 
 /* ---------------------------------------------------------------- entry */
 
-/* *total += count * elem, aligned, recording the offset; 0 on size overflow. */
-static int region(size_t *total, size_t *off, size_t count, size_t elem) {
-    if (count && elem > (SIZE_MAX / 2) / count) return 0;
-    const size_t bytes = sieve__cpu_align(count * elem);
-    if (*total > SIZE_MAX / 2 - bytes) return 0;
-    *off = *total;
-    *total += bytes;
-    return 1;
-}
 
 /* One aligned block of W regions of per bytes: the base of region 0 in *base, the block to
  * free in the return value (NULL: out of memory). */
@@ -181,7 +172,7 @@ static char *worker_block(size_t per, uint32_t W, char **base) {
 static int run_prepare(actx *c, uint32_t W, double *ms) {
     size_t per = 0, o_row;
     char *base = NULL;
-    if (!region(&per, &o_row, c->k, sizeof(uint64_t))) return SIEVE_ENOMEM;
+    if (!sieve__cpu_region(&per, &o_row, c->k, sizeof(uint64_t))) return SIEVE_ENOMEM;
     char *mem = worker_block(per, W, &base);
     if (!mem) return SIEVE_ENOMEM;
     for (uint32_t i = 0; i < W; i++)
@@ -206,13 +197,14 @@ static int run_attend(actx *c, uint32_t W, double *ms) {
     const size_t kb = nmax < KBLOCK ? nmax : KBLOCK;
     size_t per = 0, o_q, o_kt, o_vv, o_conv, o_sc, o_mx, o_sum, o_acc;
     char *base = NULL;
-    if (!region(&per, &o_q, R * D, sizeof(float)) ||
-        !region(&per, &o_kt, D * kb, sizeof(float)) ||
-        !region(&per, &o_vv, kb * Dv, sizeof(float)) ||
-        !region(&per, &o_conv, D, sizeof(float)) ||
-        !region(&per, &o_sc, nmax, R * sizeof(float)) ||
-        !region(&per, &o_mx, R, sizeof(float)) || !region(&per, &o_sum, R, sizeof(float)) ||
-        !region(&per, &o_acc, R * Dv, sizeof(float)))
+    if (!sieve__cpu_region(&per, &o_q, R * D, sizeof(float)) ||
+        !sieve__cpu_region(&per, &o_kt, D * kb, sizeof(float)) ||
+        !sieve__cpu_region(&per, &o_vv, kb * Dv, sizeof(float)) ||
+        !sieve__cpu_region(&per, &o_conv, D, sizeof(float)) ||
+        !sieve__cpu_region(&per, &o_sc, nmax, R * sizeof(float)) ||
+        !sieve__cpu_region(&per, &o_mx, R, sizeof(float)) ||
+        !sieve__cpu_region(&per, &o_sum, R, sizeof(float)) ||
+        !sieve__cpu_region(&per, &o_acc, R * Dv, sizeof(float)))
         return SIEVE_ENOMEM;
     char *mem = worker_block(per, W, &base);
     if (!mem) return SIEVE_ENOMEM;

@@ -186,7 +186,8 @@ bs_score_kernel(ScoreArgs a) {
 #pragma unroll
                 for (int mb = 0; mb < 2; mb++)
 #pragma unroll
-                    for (int j = 0; j < 4; j++) s[mb][j][0] = s[mb][j][1] = s[mb][j][2] = s[mb][j][3] = 0.f;
+                    for (int j = 0; j < 4; j++)
+                        s[mb][j][0] = s[mb][j][1] = s[mb][j][2] = s[mb][j][3] = 0.f;
 #pragma unroll
                 for (int ks = 0; ks < D / 16; ks += 2) {
 #pragma unroll
