@@ -141,6 +141,32 @@ void sieve__cpu_attend_entries(const sieve__cpu_attn_src *a, const sieve__cpu_at
     }
 }
 
+int sieve__cpu_attn_reserve(size_t *per, sieve__cpu_attn_layout *l, size_t nr, size_t D,
+                           size_t Dv, size_t n) {
+    const size_t kb = n < KBLOCK ? n : KBLOCK;
+    l->n = n;
+    return sieve__cpu_region(per, &l->o_qf, nr * D, sizeof(float)) &&
+           sieve__cpu_region(per, &l->o_kt, D * kb, sizeof(float)) &&
+           sieve__cpu_region(per, &l->o_vv, kb * Dv, sizeof(float)) &&
+           sieve__cpu_region(per, &l->o_conv, D, sizeof(float)) &&
+           sieve__cpu_region(per, &l->o_sc, n, nr * sizeof(float)) &&
+           sieve__cpu_region(per, &l->o_mx, nr, sizeof(float)) &&
+           sieve__cpu_region(per, &l->o_sum, nr, sizeof(float)) &&
+           sieve__cpu_region(per, &l->o_acc, nr * Dv, sizeof(float));
+}
+
+void sieve__cpu_attn_bind(sieve__cpu_attn_buf *b, const sieve__cpu_attn_layout *l, char *m) {
+    b->qf = (float *)(void *)(m + l->o_qf);
+    b->kt = (float *)(void *)(m + l->o_kt);
+    b->vv = (float *)(void *)(m + l->o_vv);
+    b->conv = (float *)(void *)(m + l->o_conv);
+    b->sc = (float *)(void *)(m + l->o_sc);
+    b->mx = (float *)(void *)(m + l->o_mx);
+    b->sum = (float *)(void *)(m + l->o_sum);
+    b->acc = (float *)(void *)(m + l->o_acc);
+    b->ld = l->n;
+}
+
 static void attend_token(const actx *c, wbuf *b, uint32_t t) {
     const uint32_t n = sieve__attn_visible(c->p, t); /* >= 1: n_keys >= 1 */
     for (uint32_t j = 0; j < n; j++) b->ent[j] = j; /* every key the token sees, ascending */
@@ -193,17 +219,9 @@ int sieve__cpu_causal_attention(const sieve_device *dev, const sieve_attn_params
     c.nmax = sieve__attn_visible(p, T - 1); /* visible counts grow with t */
     atomic_init(&c.next, 0);
 
-    const size_t D = c.src.D, Dv = c.src.Dv, R = c.R;
-    const size_t nb = c.nmax < KBLOCK ? c.nmax : KBLOCK;
-    size_t per = 0, o_q, o_kt, o_vv, o_conv, o_sc, o_mx, o_sum, o_acc, o_ent;
-    if (!sieve__cpu_region(&per, &o_q, R * D, sizeof(float)) ||
-        !sieve__cpu_region(&per, &o_kt, D * nb, sizeof(float)) ||
-        !sieve__cpu_region(&per, &o_vv, nb * Dv, sizeof(float)) ||
-        !sieve__cpu_region(&per, &o_conv, D, sizeof(float)) ||
-        !sieve__cpu_region(&per, &o_sc, c.nmax, R * sizeof(float)) ||
-        !sieve__cpu_region(&per, &o_mx, R, sizeof(float)) ||
-        !sieve__cpu_region(&per, &o_sum, R, sizeof(float)) ||
-        !sieve__cpu_region(&per, &o_acc, R * Dv, sizeof(float)) ||
+    size_t per = 0, o_ent;
+    sieve__cpu_attn_layout al;
+    if (!sieve__cpu_attn_reserve(&per, &al, c.R, c.src.D, c.src.Dv, c.nmax) ||
         !sieve__cpu_region(&per, &o_ent, c.nmax, sizeof(uint32_t)) || per > (SIZE_MAX / 2) / W)
         return SIEVE_ENOMEM;
     char *mem = malloc(per * W + SIEVE__ALIGN);
@@ -216,16 +234,7 @@ int sieve__cpu_causal_attention(const sieve_device *dev, const sieve_attn_params
     char *base = mem + (SIEVE__ALIGN - (uintptr_t)mem % SIEVE__ALIGN) % SIEVE__ALIGN;
     for (uint32_t i = 0; i < W; i++) {
         char *m = base + (size_t)i * per;
-        sieve__cpu_attn_buf *ab = &c.bufs[i].ab;
-        ab->qf = (float *)(void *)(m + o_q);
-        ab->kt = (float *)(void *)(m + o_kt);
-        ab->vv = (float *)(void *)(m + o_vv);
-        ab->conv = (float *)(void *)(m + o_conv);
-        ab->sc = (float *)(void *)(m + o_sc);
-        ab->mx = (float *)(void *)(m + o_mx);
-        ab->sum = (float *)(void *)(m + o_sum);
-        ab->acc = (float *)(void *)(m + o_acc);
-        ab->ld = c.nmax;
+        sieve__cpu_attn_bind(&c.bufs[i].ab, &al, m);
         c.bufs[i].ent = (uint32_t *)(void *)(m + o_ent);
     }
     sieve__cpu_run(W, attend_worker, &c);

@@ -64,7 +64,6 @@
 #include "cpu_internal.h"
 
 #define MAX_WORKERS 256u
-#define KBLOCK SIEVE__CPU_ATTN_KBLOCK /* entries (key or pooled rows) converted per block */
 #define HCHUNK 8u   /* query heads of one kv head attended together (share the conversion) */
 #define POOLED SIEVE__CPU_POOLED /* an entry with this bit is pooled block (entry & ~POOLED) */
 
@@ -79,7 +78,7 @@ typedef struct wbuf {
     float *kbt;   /* head_dim x n_I: the tile's pooled keys of kv head g, transposed */
     float *ss;    /* rows x n_I: the block scores of a tile, then their exponentials */
     double *e;    /* n_I: E_J */
-    float *conv;  /* max(head_dim, v_dim): one converted row */
+    float *conv;  /* max(head_dim, v_dim): one converted row (pool) */
     /* attend */
     uint32_t *ent;          /* nent: a token's entries for one kv head */
     sieve__cpu_attn_buf ab; /* sieve__cpu_attend_entries's buffers (R heads, ld nent) */
@@ -348,9 +347,8 @@ int sieve__cpu_block_sparse_prefill(const sieve_device *dev, const sieve_bsp_par
     {
         const size_t D = c.D, Dv = c.Dv, R = c.R, Dm = D > Dv ? D : Dv;
         const size_t rows = (size_t)(c.B < c.T ? c.B : c.T) * c.rep; /* rows of a tile */
-        const size_t kb = c.nent < KBLOCK ? c.nent : KBLOCK;
-        size_t per = 0, o_dacc, o_mean, o_stor, o_qrow, o_kbt, o_ss, o_e, o_ent, o_qf, o_kt,
-               o_vv, o_conv, o_sc, o_mx, o_sum, o_acc;
+        size_t per = 0, o_dacc, o_mean, o_stor, o_qrow, o_kbt, o_ss, o_e, o_ent, o_conv;
+        sieve__cpu_attn_layout al;
         if (!sieve__cpu_region(&per, &o_dacc, Dm, sizeof(double)) ||
             !sieve__cpu_region(&per, &o_mean, Dm, sizeof(float)) ||
             !sieve__cpu_region(&per, &o_stor, Dm, c.esz) ||
@@ -359,14 +357,8 @@ int sieve__cpu_block_sparse_prefill(const sieve_device *dev, const sieve_bsp_par
             !sieve__cpu_region(&per, &o_ss, rows, (size_t)c.nbk * sizeof(float)) ||
             !sieve__cpu_region(&per, &o_e, c.nbk, sizeof(double)) ||
             !sieve__cpu_region(&per, &o_ent, c.nent, sizeof(uint32_t)) ||
-            !sieve__cpu_region(&per, &o_qf, R * D, sizeof(float)) ||
-            !sieve__cpu_region(&per, &o_kt, D * kb, sizeof(float)) ||
-            !sieve__cpu_region(&per, &o_vv, kb * Dv, sizeof(float)) ||
             !sieve__cpu_region(&per, &o_conv, Dm, sizeof(float)) ||
-            !sieve__cpu_region(&per, &o_sc, c.nent, R * sizeof(float)) ||
-            !sieve__cpu_region(&per, &o_mx, R, sizeof(float)) ||
-            !sieve__cpu_region(&per, &o_sum, R, sizeof(float)) ||
-            !sieve__cpu_region(&per, &o_acc, R * Dv, sizeof(float)) || per > (SIZE_MAX / 2) / W)
+            !sieve__cpu_attn_reserve(&per, &al, R, D, Dv, c.nent) || per > (SIZE_MAX / 2) / W)
             goto done;
         mem = malloc(per * W + SIEVE__ALIGN);
         if (!mem) goto done;
@@ -383,15 +375,7 @@ int sieve__cpu_block_sparse_prefill(const sieve_device *dev, const sieve_bsp_par
             b->e = (double *)(void *)(m + o_e);
             b->ent = (uint32_t *)(void *)(m + o_ent);
             b->conv = (float *)(void *)(m + o_conv);
-            b->ab.qf = (float *)(void *)(m + o_qf);
-            b->ab.kt = (float *)(void *)(m + o_kt);
-            b->ab.vv = (float *)(void *)(m + o_vv);
-            b->ab.conv = b->conv;
-            b->ab.sc = (float *)(void *)(m + o_sc);
-            b->ab.mx = (float *)(void *)(m + o_mx);
-            b->ab.sum = (float *)(void *)(m + o_sum);
-            b->ab.acc = (float *)(void *)(m + o_acc);
-            b->ab.ld = c.nent;
+            sieve__cpu_attn_bind(&b->ab, &al, m);
         }
     }
 

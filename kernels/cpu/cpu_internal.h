@@ -218,6 +218,16 @@ typedef struct sieve__cpu_attn_buf {
     size_t ld;
 } sieve__cpu_attn_buf;
 
+/* The buffers' places in one worker's block: sieve__cpu_attn_reserve reserves them (after
+ * what *per holds, for up to nr heads over up to n entries; 0 when the sizes pass
+ * SIZE_MAX / 2), sieve__cpu_attn_bind points b at them in the block at m. */
+typedef struct sieve__cpu_attn_layout {
+    size_t o_qf, o_kt, o_vv, o_conv, o_sc, o_mx, o_sum, o_acc, n;
+} sieve__cpu_attn_layout;
+int sieve__cpu_attn_reserve(size_t *per, sieve__cpu_attn_layout *l, size_t nr, size_t D,
+                           size_t Dv, size_t n);
+void sieve__cpu_attn_bind(sieve__cpu_attn_buf *b, const sieve__cpu_attn_layout *l, char *m);
+
 /* The float32 attention of query heads h0 .. h0 + nr - 1 (all of kv head g) of token t over
  * its n >= 1 entries ent (the first ne key positions, the rest pooled blocks whose rows are
  * kbar_g + J x D and vbar_g + J x Dv), written to out and lse. Every dot is one sum over d in

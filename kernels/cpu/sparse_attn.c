@@ -40,7 +40,6 @@
 
 #define MAX_WORKERS 256u
 #define MAX_GROUP 32u /* sieve__check_sparse_attn_params bounds p->group */
-#define KBLOCK SIEVE__CPU_ATTN_KBLOCK
 #define HCHUNK 8u     /* query heads of one kv head attended together */
 
 /* One worker's buffers. */
@@ -193,34 +192,15 @@ static int run_attend(actx *c, uint32_t W, double *ms) {
     uint32_t nmax = 0;
     for (uint32_t t = 0; t < c->T; t++)
         if (c->counts[t] > nmax) nmax = c->counts[t];
-    const size_t D = c->D, Dv = c->Dv, R = c->rep < HCHUNK ? c->rep : HCHUNK;
-    const size_t kb = nmax < KBLOCK ? nmax : KBLOCK;
-    size_t per = 0, o_q, o_kt, o_vv, o_conv, o_sc, o_mx, o_sum, o_acc;
+    const size_t R = c->rep < HCHUNK ? c->rep : HCHUNK;
+    size_t per = 0;
+    sieve__cpu_attn_layout al;
     char *base = NULL;
-    if (!sieve__cpu_region(&per, &o_q, R * D, sizeof(float)) ||
-        !sieve__cpu_region(&per, &o_kt, D * kb, sizeof(float)) ||
-        !sieve__cpu_region(&per, &o_vv, kb * Dv, sizeof(float)) ||
-        !sieve__cpu_region(&per, &o_conv, D, sizeof(float)) ||
-        !sieve__cpu_region(&per, &o_sc, nmax, R * sizeof(float)) ||
-        !sieve__cpu_region(&per, &o_mx, R, sizeof(float)) ||
-        !sieve__cpu_region(&per, &o_sum, R, sizeof(float)) ||
-        !sieve__cpu_region(&per, &o_acc, R * Dv, sizeof(float)))
-        return SIEVE_ENOMEM;
+    if (!sieve__cpu_attn_reserve(&per, &al, R, c->D, c->Dv, nmax)) return SIEVE_ENOMEM;
     char *mem = worker_block(per, W, &base);
     if (!mem) return SIEVE_ENOMEM;
-    for (uint32_t i = 0; i < W; i++) {
-        char *m = base + (size_t)i * per;
-        sieve__cpu_attn_buf *ab = &c->bufs[i].ab;
-        ab->qf = (float *)(void *)(m + o_q);
-        ab->kt = (float *)(void *)(m + o_kt);
-        ab->vv = (float *)(void *)(m + o_vv);
-        ab->conv = (float *)(void *)(m + o_conv);
-        ab->sc = (float *)(void *)(m + o_sc);
-        ab->mx = (float *)(void *)(m + o_mx);
-        ab->sum = (float *)(void *)(m + o_sum);
-        ab->acc = (float *)(void *)(m + o_acc);
-        ab->ld = nmax;
-    }
+    for (uint32_t i = 0; i < W; i++)
+        sieve__cpu_attn_bind(&c->bufs[i].ab, &al, base + (size_t)i * per);
     const double t0 = sieve__now_ms();
     atomic_store(&c->next, 0);
     sieve__cpu_run(W, attend_worker, c);
