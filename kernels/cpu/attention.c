@@ -142,7 +142,7 @@ void sieve__cpu_attend_entries(const sieve__cpu_attn_src *a, const sieve__cpu_at
 }
 
 int sieve__cpu_attn_reserve(size_t *per, sieve__cpu_attn_layout *l, size_t nr, size_t D,
-                           size_t Dv, size_t n) {
+                            size_t Dv, size_t n) {
     const size_t kb = n < KBLOCK ? n : KBLOCK;
     l->n = n;
     return sieve__cpu_region(per, &l->o_qf, nr * D, sizeof(float)) &&

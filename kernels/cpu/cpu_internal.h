@@ -225,7 +225,7 @@ typedef struct sieve__cpu_attn_layout {
     size_t o_qf, o_kt, o_vv, o_conv, o_sc, o_mx, o_sum, o_acc, n;
 } sieve__cpu_attn_layout;
 int sieve__cpu_attn_reserve(size_t *per, sieve__cpu_attn_layout *l, size_t nr, size_t D,
-                           size_t Dv, size_t n);
+                            size_t Dv, size_t n);
 void sieve__cpu_attn_bind(sieve__cpu_attn_buf *b, const sieve__cpu_attn_layout *l, char *m);
 
 /* The float32 attention of query heads h0 .. h0 + nr - 1 (all of kv head g) of token t over
