@@ -125,11 +125,11 @@ static void bsp_usage(FILE *f) {
             "  --v-dim D          of values (CUDA: 64 or 128)           (default 128)\n"
             "  --seq LIST         prefill lengths                       (default 32k,128k)\n"
             "                     (on the CPU device the default is 1k)\n"
-            "  --block B          keys a block, tokens a tile (CUDA: 64 or 128) (default 64)\n"
+            "  --block B          keys a block, tokens a tile (CUDA: 64 or 128) (default 128)\n"
             "  --alpha LIST       thresholds, 0..1 (relative to a tile's largest block score)\n"
             "                                                           (default 0.1)\n"
-            "  --sink N           first blocks always kept              (default 4)\n"
-            "  --window N         a tile's last full blocks always kept (default 8)\n"
+            "  --sink N           first blocks always kept              (default 2)\n"
+            "  --window N         a tile's last full blocks always kept (default 4)\n"
             "  --hot F            share of a tile's full blocks its queries aim at, (0, 1]\n"
             "                                                           (default 0.04)\n"
             "  --repeat R         timed calls of each (median)          (default 5)\n"
@@ -182,9 +182,9 @@ static int bsp_parse(int argc, char **argv, bsp_opts *o) {
     o->n_seqs = 2;
     o->alphas[0] = 0.1;
     o->n_alphas = 1;
-    o->block = 64;
-    o->sink = 4;
-    o->window = 8;
+    o->block = 128; /* FlashPrefill V2's configuration: 256 sink and 512 window tokens */
+    o->sink = 2;
+    o->window = 4;
     o->hot = 0.04;
     o->c.repeat = 5;
     o->c.warmup = 1;

@@ -18,10 +18,10 @@ void sieve_bsp_params_init(sieve_bsp_params *p, sieve_dtype dtype, uint32_t n_qu
     memset(p, 0, sizeof *p);
     sieve_attn_params_init(&p->attn, dtype, n_queries, q_heads, kv_heads, head_dim, v_dim,
                            n_keys);
-    p->block = 64;
+    p->block = 128; /* FlashPrefill V2's configuration: 256 sink and 512 window tokens */
     p->alpha = 0.1f;
-    p->sink_blocks = 4;
-    p->window_blocks = 8;
+    p->sink_blocks = 2;
+    p->window_blocks = 4;
     p->correct = 1;
 }
 

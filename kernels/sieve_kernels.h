@@ -682,16 +682,17 @@ int sieve_causal_attention_reference(const sieve_attn_params *p, const void *q,
 
 typedef struct sieve_bsp_params {
     sieve_attn_params attn;     /* shape, pos0 and scale as sieve_causal_attention */
-    uint32_t block;             /* B >= 1: keys a block and tokens a tile (default 64) */
+    uint32_t block;             /* B >= 1: keys a block and tokens a tile (default 128) */
     float alpha;                /* threshold in [0, 1] relative to the tile's largest E_J
                                    (default 0.1) */
-    uint32_t sink_blocks;       /* the first blocks always kept (default 4) */
-    uint32_t window_blocks;     /* a tile's last full blocks always kept (default 8) */
+    uint32_t sink_blocks;       /* the first blocks always kept (default 2) */
+    uint32_t window_blocks;     /* a tile's last full blocks always kept (default 4) */
     int correct;                /* 1: mean correction of pruned full blocks (default); 0: drop */
 } sieve_bsp_params;
 
-/* Fills p: dtype and shape as given, pos0 0, scale 0, block 64, alpha 0.1, 4 sink blocks,
- * a window of 8 blocks, correct 1. */
+/* Fills p: dtype and shape as given, pos0 0, scale 0, and FlashPrefill V2's configuration:
+ * block 128, alpha 0.1, 2 sink blocks (256 tokens), a window of 4 blocks (512 tokens),
+ * correct 1. */
 void sieve_bsp_params_init(sieve_bsp_params *p, sieve_dtype dtype, uint32_t n_queries,
                            uint32_t q_heads, uint32_t kv_heads, uint32_t head_dim,
                            uint32_t v_dim, uint32_t n_keys);

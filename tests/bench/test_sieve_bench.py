@@ -220,6 +220,7 @@ def main():
     js6 = os.path.join(tmp, "prefill.json")
     rc, so, se = run(["attention", "prefill", "--device", "cpu", "--q-heads", "4", "--kv-heads", "2",
                       "--head-dim", "64", "--v-dim", "32", "--seq", "512,1000", "--block", "16",
+                      "--sink", "4", "--window", "8",
                       "--alpha", "0.1,0.01,0", "--repeat", "1", "--warmup", "0", "--check-tokens", "3",
                       "--json", js6])
     if rc != 0:

@@ -524,7 +524,7 @@ Test(bsp_layout, params_init_and_scratch) {
     cr_assert(p.attn.dtype == SIEVE_DTYPE_BF16 && p.attn.n_queries == 3 && p.attn.q_heads == 8 &&
               p.attn.kv_heads == 2 && p.attn.head_dim == 64 && p.attn.v_dim == 32 &&
               p.attn.n_keys == 1000 && p.attn.pos0 == 0 && p.attn.scale == 0.0f);
-    cr_assert(p.block == 64 && p.alpha == 0.1f && p.sink_blocks == 4 && p.window_blocks == 8 &&
+    cr_assert(p.block == 128 && p.alpha == 0.1f && p.sink_blocks == 2 && p.window_blocks == 4 &&
               p.correct == 1);
     sieve_bsp_params_init(NULL, SIEVE_DTYPE_F32, 1, 1, 1, 1, 1, 1); /* no crash */
     sieve_device *dev = open_cpu("cpu:2");
