@@ -139,7 +139,9 @@ def dense_report(dense, tdense, out):
 
 
 def pkey(r):
-    return (r["T"], r["Hq"], r["Hkv"], r["D"], r["DV"], r.get("block"), r.get("alpha"))
+    """A prefill run's identity: runs that differ in any setting stay separate rows."""
+    return (r["T"], r["Hq"], r["Hkv"], r["D"], r["DV"], r.get("block"), r.get("alpha"), r.get("sink"),
+            r.get("window"), r.get("hot"), r.get("dtype"))
 
 
 def prefill_report(prefill, tdense, out, plots):
@@ -154,10 +156,10 @@ def prefill_report(prefill, tdense, out, plots):
     out.append("| seq | q / kv heads | D | block | alpha | density | dense ms | corrected ms | dropped ms | "
                "corrected over dense | dropped over dense | torch flash ms | torch cuDNN ms | corrected over flash | "
                "corrected over cuDNN | dropped over flash | dropped over cuDNN | error corrected | error dropped | "
-               "corrected closer | checked |")
-    out.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+               "corrected closer | checked | sink / window blocks | hot |")
+    out.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     met_fl, met_cu, closer = [], [], []
-    for kk in sorted(prefill, key=lambda x: (x[0], x[1], x[2], x[3], x[4], x[5] or 0, x[6] or 0)):
+    for kk in sorted(prefill, key=lambda x: tuple(v if isinstance(v, (int, float)) else 0 for v in x[:10])):
         r = prefill[kk]
         fl, cu = tdense.get(((r["T"], r["Hq"], r["Hkv"], r["D"]), "flash")), \
             tdense.get(((r["T"], r["Hq"], r["Hkv"], r["D"]), "cudnn"))
@@ -182,7 +184,8 @@ def prefill_report(prefill, tdense, out, plots):
                    f"{fmt(x_cu, '.1f')}{'x' if x_cu else ''} | {fmt(xd_fl, '.1f')}{'x' if xd_fl else ''} | "
                    f"{fmt(xd_cu, '.1f')}{'x' if xd_cu else ''} | "
                    f"{fmt(ec, '.2e')} | {fmt(ed, '.2e')} | {fmt(r.get('corrected_closer'), '.3f')} | "
-                   f"{r.get('ok', '-')} |")
+                   f"{r.get('ok', '-')} | {r.get('sink', '-')} / {r.get('window', '-')} | "
+                   f"{fmt(r.get('hot'), 'g')} |")
     out.append("")
     out.append(f"- Corrected at least {FLASH_X:g}x faster than torch flash at L >= {PREFILL_L}: "
                f"{sum(met_fl)} of {len(met_fl)} shapes with a flash line; at least {CUDNN_X:g}x faster "

@@ -150,6 +150,14 @@ def main():
           "the correction summary counts the shapes where it is closer", out[-800:], "2 of 3")
     check("own selection, forced blocks kept: every shape" in out, "the prefill check summarised", out[-400:],
           "every shape")
+    # runs that differ only in the data's target share (or sink / window) stay separate rows
+    write(pf, [prow(131072, 0.1, 580.0, 20.0, 16.0, 0.02, 0.25),
+               {**prow(131072, 0.1, 580.0, 30.0, 26.0, 0.02, 0.25, density=0.09), "hot": 0.08},
+               {**prow(131072, 0.1, 580.0, 18.0, 15.0, 0.02, 0.25), "block": 128, "sink": 2, "window": 4}])
+    r2 = subprocess.run([sys.executable, REPORT, "--sieve", pf], capture_output=True, text=True)
+    check(r2.returncode == 0 and "| yes | 4 / 8 | 0.04 |" in r2.stdout and "| yes | 4 / 8 | 0.08 |" in r2.stdout
+          and "| 131072 | 32 / 8 | 128 | 128 | 0.1 |" in r2.stdout and "| yes | 2 / 4 | 0.04 |" in r2.stdout,
+          "prefill runs differing in hot, block, sink or window are separate rows", r2.stdout[-1200:], "3 rows")
     if have_mpl:
         f = os.path.join(tmp, "r-prefill.png")
         check(os.path.exists(f) and os.path.getsize(f) > 1000, "plot r-prefill.png written", os.path.exists(f), True)
