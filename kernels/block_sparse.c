@@ -87,15 +87,19 @@ int sieve_block_sparse_prefill(sieve_device *dev, const sieve_bsp_params *p, con
     const double t0 = sieve__now_ms();
     sieve_bsp_stats st;
     memset(&st, 0, sizeof st);
+    /* statistics only when asked for (CUDA downloads the selection's counts for them) */
+    sieve_bsp_stats *sp = stats ? &st : NULL;
     if (dev->kind == SIEVE_DEVICE_CUDA)
         rc = sieve__cuda_block_sparse_prefill(dev->cuda, p, q, keys, values, scratch,
                                               scratch_bytes, out, lse, sel_counts, sel_blocks,
-                                              &st);
+                                              sp);
     else /* the CPU needs no scratch (sieve_bsp_scratch_size gives 0) and ignores it */
         rc = sieve__cpu_block_sparse_prefill(dev, p, q, keys, values, out, lse, sel_counts,
-                                             sel_blocks, &st);
+                                             sel_blocks, sp);
     if (rc) return rc;
-    st.ms_total = sieve__now_ms() - t0;
-    if (stats) *stats = st;
+    if (stats) {
+        st.ms_total = sieve__now_ms() - t0;
+        *stats = st;
+    }
     return 0;
 }

@@ -214,7 +214,7 @@ int sieve__cpu_block_sparse_prefill(const sieve_device *dev, const sieve_bsp_par
                                     int32_t *sel_blocks, sieve_bsp_stats *stats);
 
 /* CUDA backend (kernels/cuda/block_sparse.cu; SIEVE_ENODEV from the stub); fills every
- * stats field but ms_total. */
+ * stats field but ms_total (stats may be NULL: the counts are then not downloaded). */
 int sieve__cuda_bsp_scratch_size(void *ctx, const sieve_bsp_params *p, size_t *bytes);
 int sieve__cuda_block_sparse_prefill(void *ctx, const sieve_bsp_params *p, const void *q,
                                      const void *keys, const void *values, void *scratch,
