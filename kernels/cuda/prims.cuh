@@ -1,6 +1,7 @@
-/* prims.cuh: device primitives the CUDA kernels share (the k-NN scan, the indexer): the
- * order-preserving float <-> uint32 map and the packed (key, row) candidate, cp.async,
- * the wgmma shared-memory descriptor and fences, shared-memory addresses and named barriers.
+/* prims.cuh: device primitives the CUDA kernels share (the k-NN scan, the indexer, the
+ * attention kernels): the order-preserving float <-> uint32 map and the packed (key, row)
+ * candidate, cp.async, the wgmma shared-memory descriptors and fences, mbarriers,
+ * shared-memory addresses and named barriers.
  * Everything here is inline, so any number of .cu files may include it.
  * Must not: define non-inline functions or hold state. */
 #ifndef SIEVE_CUDA_PRIMS_CUH
@@ -48,6 +49,18 @@ __device__ inline uint64_t sw128_desc(const void *smem) {
     d |= 1ull << 62;                   /* 128-byte swizzle */
     return d;
 }
+/* The same for an N-major (MN-major) B operand, K x N, N contiguous: rows of 64 N-elements
+ * (128 bytes) along K, chunk c of row k at chunk position c ^ (k % 8), 8-row (8-K) groups
+ * 1024 bytes apart, the next 64 N-elements lbo bytes on. Advancing along K by 16 adds 2048
+ * bytes to the start address. */
+__device__ inline uint64_t sw128_desc_mn(const void *smem, uint32_t lbo) {
+    uint32_t a = (uint32_t)__cvta_generic_to_shared(smem);
+    uint64_t d = (uint64_t)((a & 0x3ffffu) >> 4);
+    d |= (uint64_t)((lbo & 0x3ffffu) >> 4) << 16; /* leading byte offset: the next 64 along N */
+    d |= (uint64_t)(1024u >> 4) << 32;            /* stride byte offset: the next 8 along K */
+    d |= 1ull << 62;                              /* 128-byte swizzle */
+    return d;
+}
 __device__ inline void wgmma_fence() {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
     asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
@@ -77,6 +90,37 @@ __device__ inline uint32_t smem_u32(const void *p) {
 /* Synchronises the n threads that use named barrier id (ids 1..15; 0 is __syncthreads). */
 __device__ inline void named_bar_sync(int id, int n) {
     asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(n) : "memory");
+}
+/* Arrives at named barrier id (of n threads) without waiting. */
+__device__ inline void named_bar_arrive(int id, int n) {
+    asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(n) : "memory");
+}
+
+/* mbarriers (shared::cta), sm_90. */
+__device__ inline void mbar_init(uint64_t *b, uint32_t count) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_u32(b)), "r"(count)
+                 : "memory");
+}
+/* The arrival of the thread that issues a stage's loads, announcing their byte count. */
+__device__ inline void mbar_arrive_tx(uint64_t *b, uint32_t bytes) {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem_u32(b)),
+                 "r"(bytes)
+                 : "memory");
+}
+__device__ inline void mbar_arrive(uint64_t *b) {
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(smem_u32(b)) : "memory");
+}
+/* Waits until the barrier's phase of the given parity has completed. */
+__device__ inline void mbar_wait(uint64_t *b, uint32_t parity) {
+    uint32_t done;
+    do {
+        asm volatile("{\n .reg .pred p;\n"
+                     " mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+                     " selp.u32 %0, 1, 0, p;\n}\n"
+                     : "=r"(done)
+                     : "r"(smem_u32(b)), "r"(parity)
+                     : "memory");
+    } while (!done);
 }
 
 } // namespace sieve_cuda

@@ -741,32 +741,7 @@ scan_wgmma_kernel(ScanParams p) {
 
 /* ------------------------------------------------------------------ TMA-fed, warp-specialised gate scan */
 
-/* mbarrier and tensor-memory-access (TMA) primitives, sm_90. */
-__device__ inline void mbar_init(uint64_t *b, uint32_t count) {
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_u32(b)), "r"(count)
-                 : "memory");
-}
-/* The arrival of the thread that issues a stage's loads, announcing their byte count. */
-__device__ inline void mbar_arrive_tx(uint64_t *b, uint32_t bytes) {
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem_u32(b)),
-                 "r"(bytes)
-                 : "memory");
-}
-__device__ inline void mbar_arrive(uint64_t *b) {
-    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(smem_u32(b)) : "memory");
-}
-/* Waits until the barrier's phase of the given parity has completed. */
-__device__ inline void mbar_wait(uint64_t *b, uint32_t parity) {
-    uint32_t done;
-    do {
-        asm volatile("{\n .reg .pred p;\n"
-                     " mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
-                     " selp.u32 %0, 1, 0, p;\n}\n"
-                     : "=r"(done)
-                     : "r"(smem_u32(b)), "r"(parity)
-                     : "memory");
-    } while (!done);
-}
+/* Tensor-memory-access (TMA) loads, sm_90 (the mbarriers: prims.cuh). */
 __device__ inline void tma_load_2d(void *dst, const CUtensorMap *map, int c0, int c1,
                                    uint64_t *bar) {
     asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
