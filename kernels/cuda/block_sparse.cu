@@ -5,7 +5,7 @@
  * kernel (each query tile's per-block maximum and sum of exponentials over the pooled keys),
  * the select kernel (threshold, forced blocks, the kept and corrected lists), the scratch
  * layout and the host flow (pool -> scores -> select -> attention -> one wait). The
- * attention itself is attn_kernel.cuh's kernel in its SA_BLOCKS mode.
+ * attention itself is attn_wg.cuh's or attn_kernel.cuh's kernel in its SA_BLOCKS mode.
  * Must not: write the score matrix of tokens and keys, keep state between calls.
  *
  * Pooling. One CTA a (block, kv head): each thread sums one column over the block's rows in
@@ -35,6 +35,7 @@
 #include <string.h>
 
 #include "attn_kernel.cuh"
+#include "attn_wg.cuh"
 
 using namespace sieve_cuda;
 
@@ -516,7 +517,12 @@ int run_bsp(sieve__cuda_ctx *c, const sieve_bsp_params *p, const void *q, const 
     aa.pkeys = base + pl.o_pk;
     aa.pvalues = base + pl.o_pv;
     aa.corr_log2 = log2f((float)p->block);
-    rc = attend<SA_BLOCKS>(aa, pl.at, a->dtype, a->head_dim, a->v_dim, s);
+    /* the Hopper kernel where it runs (attn_wg.cuh), CTAs of 128 rows of one tile */
+    const uint64_t chunks = ((uint64_t)p->block * pl.at.R + WG_ROWS - 1) / WG_ROWS;
+    if (wg_choose(c, a->head_dim, a->v_dim, chunks * pl.tiles * a->kv_heads, out, lse))
+        rc = launch_wg<SA_BLOCKS>(aa, a->dtype, (uint32_t)chunks, s);
+    else
+        rc = attend<SA_BLOCKS>(aa, pl.at, a->dtype, a->head_dim, a->v_dim, s);
     if (rc) return rc;
     SIEVE_CUDA_TRY(cudaEventRecord(ev.e[2], s));
     SIEVE_CUDA_TRY(cudaStreamSynchronize(s));

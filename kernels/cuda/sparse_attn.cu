@@ -33,6 +33,8 @@
  * group is 64 / R consecutive tokens, its "list" every key up to its last token's position
  * (copied without a position ring), a row's mask its own position; tiles every row of the
  * CTA sees whole skip the mask; the groups of the most keys go first; the ring has 3 stages.
+ * On compute capability 9.0 with head_dim = v_dim = 128 and at least a CTA of 128 rows an
+ * SM, attn_wg.cuh's wgmma kernel runs it instead (its causal mode; no slices).
  *
  * Slices. Where the groups, kv heads and row chunks give fewer CTAs than two an SM (decode,
  * short prefills), each list is cut into up to 32 slices of whole tiles, one CTA each; the
@@ -47,6 +49,7 @@
 #include <string.h>
 
 #include "attn_kernel.cuh"
+#include "attn_wg.cuh"
 
 using namespace sieve_cuda;
 
@@ -353,7 +356,13 @@ int run_causal_queued(sieve__cuda_ctx *c, const sieve_attn_params *p, const void
                 p->kv_heads, pl.R, pl.G, 0, (float)((double)scale * 1.4426950408889634),
                 out, lse, pl.nsl, pl.nsl > 1 ? (float *)(base + pl.o_part) : nullptr,
                 p->n_keys, p->pos0, pl.groups};
-    rc = attend<SA_CAUSAL>(aa, pl, p->dtype, p->head_dim, p->v_dim, s);
+    /* the Hopper kernel where it runs (attn_wg.cuh), CTAs of 128 rows */
+    const uint64_t chunks = ((uint64_t)p->n_queries * pl.R + WG_ROWS - 1) / WG_ROWS;
+    if (chunks <= 0x7fffffffu &&
+        wg_choose(c, p->head_dim, p->v_dim, chunks * p->kv_heads, out, lse))
+        rc = launch_wg<SA_CAUSAL>(aa, p->dtype, (uint32_t)chunks, s);
+    else
+        rc = attend<SA_CAUSAL>(aa, pl, p->dtype, p->head_dim, p->v_dim, s);
     if (rc) return rc;
     SIEVE_CUDA_TRY(cudaEventRecord(ev.e[1], s));
     SIEVE_CUDA_TRY(cudaStreamSynchronize(s));

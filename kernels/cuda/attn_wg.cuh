@@ -1,0 +1,497 @@
+/* attn_wg.cuh: the Hopper (sm_90a) attention kernel of dense causal attention
+ * (kernels/cuda/sparse_attn.cu) and block-sparse prefill (kernels/cuda/block_sparse.cu) for
+ * head_dim = v_dim = 128, float16 or bfloat16: scores and P V on wgmma, and its launch.
+ *
+ * Owns: sa_wg_kernel in the causal and block modes of attn_kernel.cuh (the same inputs,
+ * AttnArgs, and the same answer up to float32 rounding), the choice between it and
+ * attn_kernel.cuh's mma.sync kernel (wg_choose), and its launch.
+ * Must not: run on anything but compute capability 9.0 (sm_90a instructions), slice a row's
+ * keys (one CTA sees all of a row's tiles), keep state between calls. Included by one .cu
+ * file each: everything here has internal linkage.
+ *
+ * A CTA is 128 rows (two warpgroups of 64, token-major: the scope's tokens x the kv head's
+ * query heads; the scope is one query tile in the block mode, the whole call in the causal
+ * mode). Each warpgroup holds its 64 query rows in shared memory (two 64-column halves,
+ * 128-byte swizzle). Per 64-key tile i a warpgroup, in its turn at the tensor cores, issues
+ * S_i = Q K_i^T (eight m64n64k16, both operands in shared memory) and then O += P_{i-1} V_{i-1}
+ * (four m64n128k16, A from registers, V N-major in shared memory), lets the other warpgroup
+ * take its turn (named barriers 1 and 2, warpgroup 0 first), waits for S_i alone, and while
+ * P_{i-1} V_{i-1} still runs: the mask (skipped for tiles every row sees whole) and online
+ * softmax in the log2 domain on the accumulators (each thread two rows, as in the mma.sync
+ * kernel) and P_i rounded to the storage type into the other of two register sets (tiles
+ * alternate them: a copy would let ptxas merge the sets and serialise the wgmma); then it
+ * waits for P_{i-1} V_{i-1}, frees that tile's slot and rescales O (skipped where none of the
+ * warp's maxima moved). So one warpgroup's softmax runs beside the other's matrix work and
+ * its own P V. Keys and values stream through a ring of WG_STAGES tiles that all threads
+ * fill by cp.async (one row a four threads), WG_AHEAD tiles ahead; each warp announces tile
+ * i + 1 on its full barrier once its own copies of it landed (fence.proxy.async first), at
+ * the start of its iteration i, and frees tile i - 1 (the empty barrier) after P_{i-1}
+ * V_{i-1}, so the warpgroups may run a tile apart. The causal and block modes share every
+ * instruction of a tile, so block-sparse prefill at alpha 0 equals dense causal attention
+ * bit for bit; fully masked trailing tiles change nothing (p = 0, scale 1).
+ */
+#pragma once
+#include <stdlib.h>
+#include <string.h>
+
+#include "attn_kernel.cuh"
+#include "wgmma.cuh"
+
+namespace {
+
+constexpr int WG_ROWS = 128; /* rows a CTA: two warpgroups of 64 */
+constexpr int WG_THREADS = 256;
+constexpr int WG_DIM = 128;  /* head_dim = v_dim */
+constexpr int WG_STAGES = 4; /* key tiles the ring holds (a power of two) */
+constexpr int WG_AHEAD = 2;  /* tiles loaded ahead of the one computed */
+
+struct WgSmem {
+    static constexpr uint32_t HALF = SA_BN * 64 * 2;    /* 64 rows x 64 columns: 8 KB */
+    static constexpr uint32_t Q = WG_ROWS * WG_DIM * 2; /* 32 KB, 16 KB a warpgroup */
+    static constexpr uint32_t KV = 2 * HALF;            /* a tile's keys, or values: 16 KB */
+    static constexpr uint32_t STAGE = 2 * KV;
+    static constexpr uint32_t BAR = Q + WG_STAGES * STAGE;
+    static constexpr uint32_t BYTES = BAR + 2 * WG_STAGES * 8 + 1024; /* + alignment slack */
+};
+
+/* Keeps the compiler from moving accumulator registers across a wgmma sequence (a copy
+ * between two wgmma of one sequence makes ptxas wait for the first). */
+template <int N>
+__device__ inline void fence_regs(float *r) {
+#pragma unroll
+    for (int i = 0; i < N; i++) asm volatile("" : "+f"(r[i])::"memory");
+}
+/* The same for the A fragments of P: live until the wgmma reading them completed. */
+__device__ inline void fence_frags(uint32_t (&f)[4][4]) {
+#pragma unroll
+    for (int i = 0; i < 4; i++)
+#pragma unroll
+        for (int j = 0; j < 4; j++) asm volatile("" : "+r"(f[i][j])::"memory");
+}
+
+template <typename E, int MODE>
+__global__ void __launch_bounds__(WG_THREADS, 1) sa_wg_kernel(const __grid_constant__ AttnArgs a) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    using Ops = MmaOps<E>;
+    using SM = WgSmem;
+    constexpr bool BLOCKS = MODE == SA_BLOCKS;
+    constexpr int ST = WG_STAGES, LA = WG_AHEAD;
+    extern __shared__ unsigned char sa_wg_raw[];
+    unsigned char *sm = sa_wg_raw + ((1024u - (smem_u32(sa_wg_raw) & 1023u)) & 1023u);
+    uint64_t *full = (uint64_t *)(sm + SM::BAR), *empty = full + ST;
+    const uint32_t tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, wg = warp >> 2;
+    const uint32_t wq = warp & 3, gq = lane >> 2, tq = lane & 3;
+    const uint32_t kvh = blockIdx.y;
+    /* the scope's tokens [tok0, tok0 + ntok) and this CTA's rows [r0, r0 + 128) of its
+     * ntok x R rows */
+    uint32_t tok0 = 0, ntok = a.T, I = 0;
+    uint64_t r0;
+    if (BLOCKS) {
+        I = a.tiles - 1 - (a.group0 + blockIdx.z); /* the tiles of the most blocks first */
+        tok0 = I * a.block;
+        ntok = a.T - tok0 < a.block ? a.T - tok0 : a.block;
+        r0 = (uint64_t)blockIdx.x * WG_ROWS;
+    } else {
+        r0 = (uint64_t)(gridDim.x - 1 - blockIdx.x) * WG_ROWS; /* the most keys first */
+    }
+    const uint64_t nrows = (uint64_t)ntok * a.R;
+    if (r0 >= nrows) return;
+
+    /* the key tiles: causal, keys 0 .. U - 1; blocks, the kept blocks' 64-key tiles and then
+     * the corrected blocks' pooled rows, 64 a tile */
+    uint32_t ntiles, nkt = 0, ncorr = 0, U = 0;
+    const uint32_t bsh = a.bsub == 2 ? 1u : 0u; /* blocks: 64-key tiles a block, 1 or 2 */
+    const int32_t *lkept = nullptr, *lcorr = nullptr;
+    if (BLOCKS) {
+        const size_t ri = (size_t)kvh * a.tiles + I;
+        const size_t lb = (size_t)kvh * a.per_head + a.tile_off[I];
+        nkt = a.kept_count[ri] * a.bsub;
+        ncorr = a.corr_count[ri];
+        lkept = a.kept + lb;
+        lcorr = a.corr + lb;
+        ntiles = nkt + (ncorr + SA_BN - 1) / SA_BN;
+    } else {
+        const uint64_t rl = (r0 + WG_ROWS < nrows ? r0 + WG_ROWS : nrows) - 1;
+        const uint64_t v = (uint64_t)a.pos0 + tok0 + rl / a.R + 1;
+        U = v < a.L ? (uint32_t)v : a.L;
+        ntiles = (U + SA_BN - 1) / SA_BN;
+    }
+    if (ntiles == 0) { /* no key visible (no keys at all): out 0, lse -inf, as elsewhere */
+        for (uint32_t i = tid; i < WG_ROWS; i += WG_THREADS) {
+            const uint64_t r = r0 + i;
+            if (r >= nrows) break;
+            const uint64_t t = tok0 + r / a.R;
+            const size_t orow = (size_t)t * a.Hq + (size_t)kvh * a.R + (uint32_t)(r % a.R);
+            for (int c = 0; c < WG_DIM; c++) a.out[orow * WG_DIM + c] = 0.f;
+            if (a.lse) a.lse[orow] = -INFINITY;
+        }
+        return;
+    }
+    if (tid == 0) {
+        for (int s = 0; s < ST; s++) {
+            mbar_init(&full[s], 8);  /* one arrival a warp: its copies landed */
+            mbar_init(&empty[s], 8); /* one arrival a warp: its P V read the slot */
+        }
+    }
+    __syncthreads();
+
+    /* loads: thread tid copies chunks sub, sub + 4, ... of row n of each tile */
+    const uint32_t n = tid >> 2, sub = tid & 3;
+    const size_t kst = (size_t)a.Hkv * WG_DIM;
+    const E *kb = (const E *)a.keys + (size_t)kvh * WG_DIM;
+    const E *vb = (const E *)a.values + (size_t)kvh * WG_DIM;
+    const E *pkb = BLOCKS ? (const E *)a.pkeys + (size_t)kvh * WG_DIM : nullptr;
+    const E *pvb = BLOCKS ? (const E *)a.pvalues + (size_t)kvh * WG_DIM : nullptr;
+    /* what tile j's copies need (blocks): a kept block's id, or the corrected block of this
+     * thread's pooled row (-1 past the list); read a tile before the copies are issued */
+    auto tile_id = [&](uint32_t j) -> int32_t {
+        if (!BLOCKS || j >= ntiles) return 0;
+        if (j < nkt) return __ldg(lkept + (j >> bsh));
+        const uint32_t s = (j - nkt) * SA_BN + n;
+        return s < ncorr ? __ldg(lcorr + s) : -1;
+    };
+    auto issue = [&](uint32_t j, int32_t id) {
+        unsigned char *st = sm + SM::Q + (j % ST) * SM::STAGE;
+        const E *ks = kb, *vs = vb;
+        bool ok;
+        if (!BLOCKS) {
+            const uint32_t p = j * SA_BN + n;
+            ok = p < U;
+            if (ok) {
+                ks = kb + (size_t)p * kst;
+                vs = vb + (size_t)p * kst;
+            }
+        } else if (j < nkt) {
+            const int64_t p = (int64_t)id * a.block + (int64_t)(j & bsh) * SA_BN + n;
+            ok = p < (int64_t)a.L;
+            if (ok) {
+                ks = kb + (size_t)p * kst;
+                vs = vb + (size_t)p * kst;
+            }
+        } else {
+            ok = id >= 0;
+            if (ok) {
+                ks = pkb + (size_t)id * kst;
+                vs = pvb + (size_t)id * kst;
+            }
+        }
+#pragma unroll
+        for (int x = 0; x < 4; x++) {
+            const uint32_t c = sub + 4 * x; /* 16-byte chunk of the row */
+            const uint32_t off = (c >> 3) * SM::HALF + n * 128 + (((c & 7) ^ (n & 7)) << 4);
+            cp_async16(st + off, ks + c * 8, ok ? 16 : 0);
+            cp_async16(st + SM::KV + off, vs + c * 8, ok ? 16 : 0);
+        }
+    };
+
+    /* this warpgroup's 64 query rows (two threads a row; rows past the scope: zeros) */
+    unsigned char *qs = sm + wg * (SM::Q / 2);
+    {
+        const uint32_t wt = tid & 127, i = wt >> 1;
+        const uint64_t r = r0 + wg * 64 + i;
+        const bool ok = r < nrows;
+        const E *qr = (const E *)a.q;
+        if (ok) {
+            const uint64_t t = tok0 + r / a.R;
+            const uint32_t hr = (uint32_t)(r % a.R);
+            qr += ((size_t)t * a.Hq + (size_t)kvh * a.R + hr) * WG_DIM;
+        }
+#pragma unroll
+        for (int x = 0; x < 8; x++) {
+            const uint32_t c = (wt & 1) + 2 * x;
+            const uint32_t off = (c >> 3) * SM::HALF + i * 128 + (((c & 7) ^ (i & 7)) << 4);
+            cp_async16(qs + off, qr + c * 8, ok ? 16 : 0);
+        }
+    }
+    int32_t nid = tile_id(0);
+    for (uint32_t j = 0; j < (uint32_t)LA; j++) { /* group j: tile j (and the queries) */
+        if (j < ntiles) {
+            issue(j, nid);
+            nid = tile_id(j + 1);
+        }
+        cp_async_commit();
+    }
+    /* tile t is announced (its full barrier) by each warp once that warp's own copies of it
+     * landed: tile 0 here, tile i + 1 at the start of iteration i */
+    cp_async_wait<LA - 1>();
+    fence_proxy_async_smem();
+    __syncwarp();
+    if (lane == 0) mbar_arrive(&full[0]);
+
+    /* this thread's two rows (gq and gq + 8 of its warp's 16): their positions (-1 past the
+     * scope), and the least position of the warpgroup's rows */
+    int64_t rowpos[2];
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+        const uint64_t r = r0 + wg * 64 + wq * 16 + gq + 8 * h;
+        rowpos[h] = r < nrows ? (int64_t)a.pos0 + tok0 + (int64_t)(r / a.R) : -1;
+    }
+    const uint64_t rw = r0 + wg * 64;
+    const int64_t wgpos = rw < nrows ? (int64_t)a.pos0 + tok0 + (int64_t)(rw / a.R) : -1;
+
+    /* the tensor cores in turns: warpgroup w issues its matrix work after named barrier
+     * 1 + w completes (its own 128 threads and the other's 128 arrivals) and then lets the
+     * other go, so one's softmax runs beside the other's matrix work; warpgroup 0 first */
+    const int my_turn = 1 + (int)wg, their_turn = 2 - (int)wg;
+    if (wg == 1) named_bar_arrive(1, WG_THREADS);
+
+    uint64_t dq[WG_DIM / 16]; /* the warpgroup's query rows, 16 columns a descriptor */
+#pragma unroll
+    for (int kk = 0; kk < WG_DIM / 16; kk++)
+        dq[kk] = sw128_desc(qs + (kk >> 2) * SM::HALF + (kk & 3) * 32);
+    float o[64];
+#pragma unroll
+    for (int i = 0; i < 64; i++) o[i] = 0.f;
+    float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f};
+    /* P of the previous tile (A fragments of keys 16 kk .. 16 kk + 15) in one of two sets,
+     * the other written by this tile's softmax while the previous P V still reads it: tiles
+     * alternate the sets (a copy between them would let ptxas give both one set of registers
+     * and serialise the wgmma) */
+    uint32_t pa[4][4], pb[4][4];
+#pragma unroll
+    for (int kk = 0; kk < 4; kk++)
+#pragma unroll
+        for (int x = 0; x < 4; x++) pa[kk][x] = pb[kk][x] = 0u;
+    auto step = [&](uint32_t it, uint32_t(&pu)[4][4], uint32_t(&pw)[4][4]) {
+        {
+            const uint32_t j = it + LA; /* into the slot tile j - ST left */
+            if (j < ntiles) {
+                if (j >= (uint32_t)ST) mbar_wait(&empty[j % ST], (j / ST - 1) & 1u);
+                issue(j, nid);
+                nid = tile_id(j + 1);
+            }
+            cp_async_commit();
+            cp_async_wait<LA - 1>(); /* this thread's copies of tile it + 1 */
+            fence_proxy_async_smem();
+            __syncwarp();
+            if (lane == 0 && it + 1 < ntiles) mbar_arrive(&full[(it + 1) % ST]);
+        }
+        /* the tile's first key position (or, pooled rows, its first slot in the list) */
+        const bool keyt = !BLOCKS || it < nkt;
+        int64_t kp0 = (int64_t)it * SA_BN;
+        float bias = 0.f;
+        if (BLOCKS) {
+            if (keyt)
+                kp0 = (int64_t)__ldg(lkept + (it >> bsh)) * a.block +
+                      (int64_t)(it & bsh) * SA_BN;
+            else {
+                kp0 = (int64_t)(it - nkt) * SA_BN;
+                bias = a.corr_log2; /* a pooled row stands for B keys */
+            }
+        }
+        mbar_wait(&full[it % ST], (it / ST) & 1u);
+        const unsigned char *st = sm + SM::Q + (it % ST) * SM::STAGE;
+        /* tile it - 1's slot; iteration 0 multiplies P = 0 (pa) by tile 0's values, which
+         * stay put until that tile's own P V (the slot of tile -1 may be refilled by then) */
+        const unsigned char *pst = it == 0 ? st : sm + SM::Q + ((it + ST - 1) % ST) * SM::STAGE;
+
+        /* this warpgroup's turn: S = Q K^T of tile it, then O += P V of tile it - 1 (the
+         * descriptors made before the first wgmma: an instruction defining a wgmma input
+         * between the wgmma of one sequence makes ptxas serialise them) */
+        uint64_t dk[WG_DIM / 16], dv[4];
+#pragma unroll
+        for (int kk = 0; kk < WG_DIM / 16; kk++) {
+            dk[kk] = sw128_desc(st + (kk >> 2) * SM::HALF + (kk & 3) * 32);
+            asm volatile("" : "+l"(dk[kk]), "+l"(dq[kk]));
+        }
+#pragma unroll
+        for (int kk = 0; kk < 4; kk++) {
+            dv[kk] = sw128_desc_mn(pst + SM::KV + kk * 2048, SM::HALF);
+            asm volatile("" : "+l"(dv[kk]));
+        }
+        float s[32]; /* written by the first wgmma (run_zero) */
+        named_bar_sync(my_turn, WG_THREADS);
+        fence_regs<32>(s);
+        fence_regs<64>(o);
+        fence_frags(pu);
+        wgmma_fence();
+        WgmmaOp<E, SA_BN>::run_zero(s, dq[0], dk[0]);
+#pragma unroll
+        for (int kk = 1; kk < WG_DIM / 16; kk++)
+            WgmmaOp<E, SA_BN>::run_acc(s, dq[kk], dk[kk]);
+        wgmma_commit();
+#pragma unroll
+        for (int kk = 0; kk < 4; kk++) WgmmaRsOp<E, WG_DIM>::run(o, pu[kk], dv[kk]);
+        wgmma_commit();
+        named_bar_arrive(their_turn, WG_THREADS);
+        wgmma_wait<1>(); /* S done; P V of tile it - 1 may still run */
+        fence_regs<32>(s);
+
+        /* mask, scale into the log2 domain, running max. Accumulator 4j + 2h + e: row
+         * gq + 8h of the warp's 16, key 8j + 2tq + e of the tile */
+        const int64_t end = BLOCKS ? (int64_t)a.L : (int64_t)U;
+        const bool open = keyt ? kp0 + SA_BN <= end && kp0 + SA_BN - 1 <= wgpos
+                               : kp0 + SA_BN <= (int64_t)ncorr;
+        float mx[2] = {m[0], m[1]};
+        if (open) { /* every key of the tile visible to every row of the warpgroup */
+#pragma unroll
+            for (int i = 0; i < 32; i++) {
+                s[i] = fmaf(s[i], a.scale_log2, bias);
+                mx[(i >> 1) & 1] = fmaxf(mx[(i >> 1) & 1], s[i]);
+            }
+        } else {
+            /* the last visible column of each row (-1: none), relative to the tile */
+            int32_t lim[2];
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+                int64_t x = keyt ? (rowpos[h] < end - 1 ? rowpos[h] : end - 1) - kp0
+                                 : (int64_t)ncorr - 1 - kp0;
+                x = x < -1 ? -1 : x > SA_BN - 1 ? SA_BN - 1 : x;
+                lim[h] = (int32_t)x;
+            }
+#pragma unroll
+            for (int j = 0; j < 8; j++) {
+#pragma unroll
+                for (int e = 0; e < 2; e++) {
+                    const int32_t c = j * 8 + 2 * (int32_t)tq + e;
+#pragma unroll
+                    for (int h = 0; h < 2; h++) {
+                        float &v = s[4 * j + 2 * h + e];
+                        v = c <= lim[h] ? fmaf(v, a.scale_log2, bias) : -INFINITY;
+                        mx[h] = fmaxf(mx[h], v);
+                    }
+                }
+            }
+        }
+        float base[2], corr[2];
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 1));
+            mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 2));
+            base[h] = mx[h] == -INFINITY ? 0.f : mx[h];
+            corr[h] = fast_exp2(m[h] - base[h]); /* m = -inf: 0 */
+            m[h] = mx[h];
+            l[h] *= corr[h];
+        }
+        /* P = 2^(s - max) rounded to E: the A fragments of keys 16 kk .. 16 kk + 15 are the
+         * accumulators of n8 blocks 2 kk and 2 kk + 1; l sums the float32 P */
+#pragma unroll
+        for (int kk = 0; kk < 4; kk++) {
+#pragma unroll
+            for (int hh = 0; hh < 2; hh++) {
+                const int jb = 2 * kk + hh;
+                const float p0 = fast_exp2(s[4 * jb] - base[0]);
+                const float p1 = fast_exp2(s[4 * jb + 1] - base[0]);
+                const float p2 = fast_exp2(s[4 * jb + 2] - base[1]);
+                const float p3 = fast_exp2(s[4 * jb + 3] - base[1]);
+                l[0] += p0 + p1;
+                l[1] += p2 + p3;
+                pw[kk][2 * hh] = Ops::pack(p0, p1);
+                pw[kk][2 * hh + 1] = Ops::pack(p2, p3);
+            }
+        }
+        /* P V of tile it - 1 done: its slot is free, O takes this tile's rescale */
+        wgmma_wait<0>();
+        fence_regs<64>(o);
+        fence_frags(pu);
+        if (it > 0) {
+            __syncwarp();
+            if (lane == 0) mbar_arrive(&empty[(it - 1) % ST]);
+        }
+        /* (a scale of 1 changes nothing: skipped where the warp's maxima all held) */
+        if (__any_sync(0xffffffffu, corr[0] != 1.f || corr[1] != 1.f)) {
+#pragma unroll
+            for (int j = 0; j < 16; j++) {
+                o[4 * j] *= corr[0];
+                o[4 * j + 1] *= corr[0];
+                o[4 * j + 2] *= corr[1];
+                o[4 * j + 3] *= corr[1];
+            }
+        }
+    };
+    /* O += P V of the last tile: one more turn each */
+    auto finish = [&](uint32_t(&pu)[4][4]) {
+        const unsigned char *pst = sm + SM::Q + ((ntiles - 1) % ST) * SM::STAGE;
+        uint64_t dv[4];
+#pragma unroll
+        for (int kk = 0; kk < 4; kk++) {
+            dv[kk] = sw128_desc_mn(pst + SM::KV + kk * 2048, SM::HALF);
+            asm volatile("" : "+l"(dv[kk]));
+        }
+        named_bar_sync(my_turn, WG_THREADS);
+        fence_regs<64>(o);
+        fence_frags(pu);
+        wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < 4; kk++) WgmmaRsOp<E, WG_DIM>::run(o, pu[kk], dv[kk]);
+        wgmma_commit();
+        if (wg == 0) named_bar_arrive(their_turn, WG_THREADS); /* warpgroup 1 takes no more */
+        wgmma_wait<0>();
+        fence_regs<64>(o);
+    };
+    uint32_t it = 0;
+    for (; it + 1 < ntiles; it += 2) {
+        step(it, pa, pb);
+        step(it + 1, pb, pa);
+    }
+    if (it < ntiles) {
+        step(it, pa, pb);
+        finish(pb);
+    } else {
+        finish(pa);
+    }
+    cp_async_wait<0>();
+
+    /* out = O / l, lse = (m + log2 l) ln 2, straight from the accumulators */
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+        l[h] += __shfl_xor_sync(0xffffffffu, l[h], 1);
+        l[h] += __shfl_xor_sync(0xffffffffu, l[h], 2);
+        const uint64_t r = r0 + wg * 64 + wq * 16 + gq + 8 * h;
+        if (r >= nrows) continue;
+        const uint64_t t = tok0 + r / a.R;
+        const size_t orow = (size_t)t * a.Hq + (size_t)kvh * a.R + (uint32_t)(r % a.R);
+        const float inv = l[h] > 0.f ? 1.f / l[h] : 0.f;
+        float *dst = a.out + orow * WG_DIM + 2 * tq;
+#pragma unroll
+        for (int j = 0; j < 16; j++)
+            *(float2 *)(dst + 8 * j) =
+                make_float2(o[4 * j + 2 * h] * inv, o[4 * j + 2 * h + 1] * inv);
+        if (tq == 0 && a.lse)
+            a.lse[orow] = l[h] > 0.f ? (m[h] + log2f(l[h])) * 0.69314718055994531f : -INFINITY;
+    }
+#else
+    (void)a;
+    __trap();
+#endif
+}
+
+/* Whether a call runs on sa_wg_kernel: compute capability 9.0, head_dim = v_dim = 128,
+ * outputs 8-byte aligned, and (SIEVE_CUDA_ATTN_KERNEL unset or "auto") at least one CTA of
+ * 128 rows an SM; "wgmma" drops the last condition, "mma" keeps the mma.sync kernel. */
+inline bool wg_choose(const sieve__cuda_ctx *c, uint32_t head_dim, uint32_t v_dim,
+                      uint64_t ctas, const void *out, const void *lse) {
+    if (!c || c->prop.major != 9 || c->prop.minor != 0) return false;
+    if (head_dim != WG_DIM || v_dim != WG_DIM) return false;
+    if (((uintptr_t)out | (uintptr_t)lse) & 7) return false;
+    const char *e = getenv("SIEVE_CUDA_ATTN_KERNEL");
+    if (e && !strcmp(e, "mma")) return false;
+    if (e && !strcmp(e, "wgmma")) return true;
+    return ctas >= (uint64_t)c->prop.multiProcessorCount;
+}
+
+/* Launches sa_wg_kernel: the causal mode over ceil(T R / 128) CTAs a kv head (chunks), the
+ * block mode over a.tiles tiles x chunks (ceil(B R / 128)) a kv head. 0 or SIEVE_EDEVICE. */
+template <typename E, int MODE>
+int launch_wg_typed(const AttnArgs &base, uint32_t chunks, cudaStream_t s) {
+    auto kern = sa_wg_kernel<E, MODE>;
+    SIEVE_CUDA_TRY(
+        cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, WgSmem::BYTES));
+    const uint32_t nz = MODE == SA_BLOCKS ? base.tiles : 1;
+    for (uint32_t g0 = 0; g0 < nz; g0 += SA_GRID_Z_MAX) {
+        AttnArgs a = base;
+        a.group0 = g0;
+        const unsigned z = nz - g0 < SA_GRID_Z_MAX ? nz - g0 : SA_GRID_Z_MAX;
+        kern<<<dim3(chunks, a.Hkv, z), WG_THREADS, WgSmem::BYTES, s>>>(a);
+        SIEVE_CUDA_LAUNCH_CHECK();
+    }
+    return 0;
+}
+
+template <int MODE>
+int launch_wg(const AttnArgs &a, sieve_dtype dtype, uint32_t chunks, cudaStream_t s) {
+    return dtype == SIEVE_DTYPE_BF16 ? launch_wg_typed<__nv_bfloat16, MODE>(a, chunks, s)
+                                     : launch_wg_typed<__half, MODE>(a, chunks, s);
+}
+
+} // namespace
