@@ -2,8 +2,9 @@
  * bound sieve_kernels.h states for the sparse kernels: the probabilities rounded to the
  * storage dtype, plus the float32 dots) and against the CPU backend, on prefills, chunks of
  * a longer prefill, rows clipped at n_keys, 1 to 128 query heads a kv head, both head
- * dimensions, decode-size calls (the keys split over several thread blocks), and large
- * scores. Skips, saying so, where no CUDA device is visible. */
+ * dimensions, decode-size calls (the keys split over several thread blocks), large
+ * scores, and the Hopper wgmma kernel forced on small shapes. Skips, saying so, where no
+ * CUDA device is visible. */
 #define _POSIX_C_SOURCE 200809L
 #include <criterion/criterion.h>
 #include <math.h>
@@ -190,6 +191,27 @@ Test(attention_cuda, explicit_scales_f16) {
     run_case(&a, 19);
     acase b = {SIEVE_DTYPE_BF16, 130, 8, 8, 64, 128, 130, 0, 1.0f, 0.3f};
     run_case(&b, 20);
+}
+
+/* The Hopper wgmma kernel (attn_wg.cuh; chosen where a call fills the GPU, forced here by
+ * SIEVE_CUDA_ATTN_KERNEL=wgmma): GQA with T not a multiple of a CTA's tokens, one query head
+ * a kv head (a CTA's rows over 128 tokens, the last CTA part full), 16 (a token over two
+ * warps), a chunk of a longer prefill with rows clipped at n_keys, one token, large scores
+ * and a negative scale. Compute capability 9.0 only; elsewhere the mma.sync kernel. */
+Test(attention_cuda, wgmma_kernel) {
+    SKIP_WITHOUT_GPU();
+    cr_assert_eq(setenv("SIEVE_CUDA_ATTN_KERNEL", "wgmma", 1), 0);
+    const acase cs[] = {
+        {SIEVE_DTYPE_BF16, 333, 32, 8, 128, 128, 333, 0, 1.0f, 0.0f},
+        {SIEVE_DTYPE_F16, 300, 4, 4, 128, 128, 300, 0, 1.0f, 0.0f},
+        {SIEVE_DTYPE_BF16, 40, 32, 2, 128, 128, 900, 500, 1.0f, 0.0f},
+        {SIEVE_DTYPE_F16, 250, 8, 2, 128, 128, 1100, 1000, 1.0f, 0.0f},
+        {SIEVE_DTYPE_BF16, 1, 32, 8, 128, 128, 6000, 5999, 1.0f, 0.0f},
+        {SIEVE_DTYPE_BF16, 64, 8, 2, 128, 128, 500, 436, 80.0f, 0.0f},
+        {SIEVE_DTYPE_F16, 70, 16, 4, 128, 128, 300, 230, 1.0f, -0.15f},
+    };
+    for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) run_case(&cs[i], 30 + i);
+    cr_assert_eq(unsetenv("SIEVE_CUDA_ATTN_KERNEL"), 0);
 }
 
 Test(attention_cuda, errors) {

@@ -5,7 +5,8 @@
  * correction; alpha 0 against CUDA dense causal attention bit for bit; blocks of 64 and 128,
  * chunks of a longer prefill (pos0 > 0), rows clipped at n_keys, 1 to 128 query heads a kv
  * head, decode-size calls (slices), one token, fewer keys than a block, the 3-stage ring,
- * and the error codes. Skips, saying so, where no CUDA device is visible. */
+ * the Hopper wgmma kernel forced on small shapes, and the error codes. Skips, saying so,
+ * where no CUDA device is visible. */
 #define _POSIX_C_SOURCE 200809L
 #include <criterion/criterion.h>
 #include <math.h>
@@ -322,13 +323,40 @@ Test(block_sparse_cuda, small_edges) {
     run_case(&d, 111);
 }
 
-/* The block mode on a 3-stage ring (SIEVE_CUDA_SA_STAGES=3, the tuning hook; 2 by default). */
+/* The mma.sync kernel's block mode on a 3-stage ring (SIEVE_CUDA_SA_STAGES=3, the tuning
+ * hook; 2 by default), the kernel forced (on compute capability 9.0 this shape fills the GPU
+ * and would take the wgmma kernel). */
 Test(block_sparse_cuda, three_stage_ring) {
     SKIP_WITHOUT_GPU();
     cr_assert_eq(setenv("SIEVE_CUDA_SA_STAGES", "3", 1), 0);
+    cr_assert_eq(setenv("SIEVE_CUDA_ATTN_KERNEL", "mma", 1), 0);
     bcase c = {SIEVE_DTYPE_BF16, 600, 32, 8, 128, 128, 900, 300, 64, 0.2f, 1, 2, 1.0f};
     run_case(&c, 112);
     cr_assert_eq(unsetenv("SIEVE_CUDA_SA_STAGES"), 0);
+    cr_assert_eq(unsetenv("SIEVE_CUDA_ATTN_KERNEL"), 0);
+}
+
+/* The Hopper wgmma kernel (attn_wg.cuh; chosen where a call fills the GPU, forced here by
+ * SIEVE_CUDA_ATTN_KERNEL=wgmma on shapes the automatic choice leaves to the mma.sync kernel):
+ * blocks of 64 and 128, tiles starting mid-block, one query head a kv head (the second
+ * warpgroup of every CTA without rows), three (a tile's second CTA half full), one token,
+ * fewer keys than a block, alpha 1 and 0. Compute capability 9.0 only; elsewhere the same
+ * cases run on the mma.sync kernel. */
+Test(block_sparse_cuda, wgmma_kernel) {
+    SKIP_WITHOUT_GPU();
+    cr_assert_eq(setenv("SIEVE_CUDA_ATTN_KERNEL", "wgmma", 1), 0);
+    const bcase cs[] = {
+        {SIEVE_DTYPE_BF16, 1000, 32, 8, 128, 128, 1000, 0, 64, 0.2f, 1, 2, 1.0f},
+        {SIEVE_DTYPE_F16, 700, 16, 2, 128, 128, 2000, 1237, 128, 0.3f, 0, 0, 1.5f},
+        {SIEVE_DTYPE_BF16, 300, 4, 4, 128, 128, 640, 500, 64, 0.1f, 2, 1, 1.0f},
+        {SIEVE_DTYPE_BF16, 200, 12, 4, 128, 128, 900, 700, 64, 0.15f, 1, 1, 1.2f},
+        {SIEVE_DTYPE_BF16, 1, 32, 8, 128, 128, 3000, 2999, 64, 0.1f, 2, 2, 1.5f},
+        {SIEVE_DTYPE_F16, 40, 8, 2, 128, 128, 50, 10, 64, 0.3f, 1, 1, 1.0f},
+        {SIEVE_DTYPE_BF16, 512, 8, 2, 128, 128, 1500, 988, 64, 1.0f, 0, 0, 2.0f},
+        {SIEVE_DTYPE_F16, 256, 8, 2, 128, 128, 800, 544, 128, 0.0f, 0, 0, 1.0f},
+    };
+    for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) run_case(&cs[i], 120 + i);
+    cr_assert_eq(unsetenv("SIEVE_CUDA_ATTN_KERNEL"), 0);
 }
 
 /* alpha 1 keeps the forced blocks and the best one; alpha 0 keeps every block, so nothing is
@@ -343,7 +371,8 @@ Test(block_sparse_cuda, alpha_extremes) {
 
 /* alpha 0: every visible block kept and none corrected, the same tiles in the same order as
  * dense causal attention, so the answer equals CUDA sieve_causal_attention bit for bit (a
- * shape whose CTAs are many: no slices in either). */
+ * shape whose CTAs are many: no slices in either), on the kernel the call chooses (on
+ * compute capability 9.0 the wgmma kernel) and on the mma.sync kernel. */
 Test(block_sparse_cuda, alpha0_equals_dense) {
     SKIP_WITHOUT_GPU();
     sieve_device *gpu = NULL, *cpu = NULL;
@@ -362,7 +391,9 @@ Test(block_sparse_cuda, alpha0_equals_dense) {
     cr_assert_eq(sieve_device_fill_normal(gpu, dq, SIEVE_DTYPE_BF16, nq, 7, 1.0f), 0);
     cr_assert_eq(sieve_device_fill_normal(gpu, dk, SIEVE_DTYPE_BF16, nk, 8, 1.0f), 0);
     cr_assert_eq(sieve_device_fill_normal(gpu, dv, SIEVE_DTYPE_BF16, nk, 9, 1.0f), 0);
-    for (uint32_t B = 64; B <= 128; B *= 2) {
+    for (uint32_t run = 0; run < 4; run++) {
+        const uint32_t B = run % 2 ? 128 : 64;
+        if (run == 2) cr_assert_eq(setenv("SIEVE_CUDA_ATTN_KERNEL", "mma", 1), 0);
         sieve_bsp_params p;
         sieve_bsp_params_init(&p, SIEVE_DTYPE_BF16, T, Hq, Hkv, D, D, L);
         p.block = B;
@@ -381,13 +412,15 @@ Test(block_sparse_cuda, alpha0_equals_dense) {
         cr_assert_eq(sieve_device_download(gpu, b, do2, no * 4), 0);
         size_t diff = 0;
         for (size_t i = 0; i < no; i++) diff += memcmp(&a[i], &b[i], 4) != 0;
-        cr_assert_eq(diff, 0, "block %u: %zu of %zu outputs differ from dense", B, diff, no);
+        cr_assert_eq(diff, 0, "block %u (%s): %zu of %zu outputs differ from dense", B,
+                     run < 2 ? "chosen kernel" : "mma.sync", diff, no);
         cr_assert_eq(sieve_device_download(gpu, a, dl1, (size_t)T * Hq * 4), 0);
         cr_assert_eq(sieve_device_download(gpu, b, dl2, (size_t)T * Hq * 4), 0);
         cr_assert_eq(memcmp(a, b, (size_t)T * Hq * 4), 0, "block %u: lse differs", B);
         free(a);
         free(b);
     }
+    cr_assert_eq(unsetenv("SIEVE_CUDA_ATTN_KERNEL"), 0);
     void *bufs[] = {dq, dk, dv, do1, do2, dl1, dl2};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) sieve_device_free(gpu, bufs[i]);
     sieve_device_close(gpu);
