@@ -118,6 +118,23 @@ __device__ inline void cp_async4(void *smem, const void *gmem, int src_bytes) {
                  "r"(src_bytes));
 }
 
+/* The online softmax's step for a thread's two rows (gq and gq + 8 of an m16 block): mx,
+ * the thread's maxima of the tile (the running maxima m folded in), reduced over the quad
+ * that shares the rows; base, what the tile's probabilities subtract (0 where a row has seen
+ * no key yet); corr = 2^(m - base), the rescale of the earlier sums; m and l updated. */
+__device__ inline void online_max_step(float (&mx)[2], float (&m)[2], float (&l)[2],
+                                       float (&base)[2], float (&corr)[2]) {
+#pragma unroll
+    for (int i = 0; i < 2; i++) {
+        mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], 1));
+        mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], 2));
+        base[i] = mx[i] == -INFINITY ? 0.f : mx[i];
+        corr[i] = fast_exp2(m[i] - base[i]); /* m = -inf: 0 */
+        m[i] = mx[i];
+        l[i] *= corr[i];
+    }
+}
+
 /* Byte offset of 16-byte chunk c of row n in a tile of rows of W elements (2 bytes each),
  * the chunk swizzled by the row's low three bits. */
 template <int W>
@@ -409,15 +426,7 @@ sa_attn_kernel(AttnArgs a) {
                 }
             }
             float corr[2], base[2];
-#pragma unroll
-            for (int i = 0; i < 2; i++) {
-                mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], 1));
-                mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], 2));
-                base[i] = mx[i] == -INFINITY ? 0.f : mx[i];
-                corr[i] = fast_exp2(m[i] - base[i]); /* m = -inf: 0 */
-                m[i] = mx[i];
-                l[i] *= corr[i];
-            }
+            online_max_step(mx, m, l, base, corr);
 #pragma unroll
             for (int j = 0; j < DV / 8; j++) {
                 o[j][0] *= corr[0];

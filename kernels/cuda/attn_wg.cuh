@@ -354,15 +354,7 @@ __global__ void __launch_bounds__(WG_THREADS, 1) sa_wg_kernel(const __grid_const
             }
         }
         float base[2], corr[2];
-#pragma unroll
-        for (int h = 0; h < 2; h++) {
-            mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 1));
-            mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 2));
-            base[h] = mx[h] == -INFINITY ? 0.f : mx[h];
-            corr[h] = fast_exp2(m[h] - base[h]); /* m = -inf: 0 */
-            m[h] = mx[h];
-            l[h] *= corr[h];
-        }
+        online_max_step(mx, m, l, base, corr);
         /* P = 2^(s - max) rounded to E: the A fragments of keys 16 kk .. 16 kk + 15 are the
          * accumulators of n8 blocks 2 kk and 2 kk + 1; l sums the float32 P */
 #pragma unroll

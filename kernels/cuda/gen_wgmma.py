@@ -38,59 +38,51 @@ w("#include <stdint.h>")
 w("")
 w("namespace sieve_cuda {")
 w("")
+
+
+def member(sig, pred, n, ptx, operands, inputs, unused):
+    """One member function: asm of wgmma m64nNk16 with N/2 accumulators, the scale-d
+    predicate p set from `pred` ("%k" or an immediate), `operands` after the accumulators,
+    the input constraints `inputs`, and the parameters `unused` voided where sm_90a is not
+    the target."""
+    r = n // 2
+    w("    __device__ static inline void %s {" % sig)
+    w("#if defined(__CUDA_ARCH_FEAT_SM90_ALL)")
+    w("        asm volatile(")
+    w('            "{\\n.reg .pred p;\\nsetp.ne.b32 p, %s, 0;\\n"' % pred)
+    w('            "wgmma.mma_async.sync.aligned.m64n%dk16.f32.%s.%s "' % (n, ptx, ptx))
+    names = ["%%%d" % i for i in range(r)]
+    for i in range(0, r, 16):  # the accumulator list in lines of 16
+        pre = "{" if i == 0 else ""
+        post = "}, " if i + 16 >= r else ", "
+        w('            "%s%s%s"' % (pre, ", ".join(names[i:i + 16]), post))
+    w('            "%s;\\n}\\n"' % operands)
+    parts = ['"+f"(d[%d])' % i for i in range(r)]
+    w("            : " + (",\n              ").join(", ".join(parts[i:i + 8])
+                                                   for i in range(0, r, 8)))
+    w("            : " + inputs)
+    w('            : "memory");')
+    w("#else")
+    w("        %s;" % "; ".join("(void)%s" % u for u in unused))
+    w("        __trap();")
+    w("#endif")
+    w("    }")
+
+
 w("template <typename T, int N> struct WgmmaOp;")
 for ty, ptx in TYPES:
     for n in NS:
         r = n // 2
-        regs = ", ".join("%%%d" % i for i in range(r))
         w("template <> struct WgmmaOp<%s, %d> {" % (ty, n))
-        w("    __device__ static inline void run(float *d, uint64_t a, uint64_t b, int accumulate) {")
-        w("#if defined(__CUDA_ARCH_FEAT_SM90_ALL)")
-        w("        asm volatile(")
-        w('            "{\\n.reg .pred p;\\nsetp.ne.b32 p, %%%d, 0;\\n"' % (r + 2))
-        w('            "wgmma.mma_async.sync.aligned.m64n%dk16.f32.%s.%s "' % (n, ptx, ptx))
-        # split the register list into lines of 16
-        names = ["%%%d" % i for i in range(r)]
-        for i in range(0, r, 16):
-            chunk = ", ".join(names[i:i + 16])
-            pre = "{" if i == 0 else ""
-            post = "}, " if i + 16 >= r else ", "
-            w('            "%s%s%s"' % (pre, chunk, post))
-        w('            "%%%d, %%%d, p, 1, 1, 0, 0;\\n}\\n"' % (r, r + 1))
-        outs = ", ".join('"+f"(d[%d])' % i for i in range(r))
-        # wrap outputs
-        parts = ['"+f"(d[%d])' % i for i in range(r)]
-        lines = [", ".join(parts[i:i + 8]) for i in range(0, r, 8)]
-        w("            : " + (",\n              ").join(lines))
-        w('            : "l"(a), "l"(b), "r"(accumulate)')
-        w('            : "memory");')
-        w("#else")
-        w("        (void)d; (void)a; (void)b; (void)accumulate;")
-        w("        __trap();")
-        w("#endif")
-        w("    }")
+        member("run(float *d, uint64_t a, uint64_t b, int accumulate)", "%%%d" % (r + 2), n, ptx,
+               "%%%d, %%%d, p, 1, 1, 0, 0" % (r, r + 1), '"l"(a), "l"(b), "r"(accumulate)',
+               ("d", "a", "b", "accumulate"))
         for fn, imm, what in (("run_acc", 1, "D += A * B"), ("run_zero", 0, "D = A * B")):
-          w("    /* %s, the scale-d predicate from an immediate (no register to set between" % what)
-          w("     * the wgmma of a sequence) */")
-          w("    __device__ static inline void %s(float *d, uint64_t a, uint64_t b) {" % fn)
-          w("#if defined(__CUDA_ARCH_FEAT_SM90_ALL)")
-          w("        asm volatile(")
-          w('            "{\\n.reg .pred p;\\nsetp.ne.b32 p, %d, 0;\\n"' % imm)
-          w('            "wgmma.mma_async.sync.aligned.m64n%dk16.f32.%s.%s "' % (n, ptx, ptx))
-          for i in range(0, r, 16):
-              chunk = ", ".join(names[i:i + 16])
-              pre = "{" if i == 0 else ""
-              post = "}, " if i + 16 >= r else ", "
-              w('            "%s%s%s"' % (pre, chunk, post))
-          w('            "%%%d, %%%d, p, 1, 1, 0, 0;\\n}\\n"' % (r, r + 1))
-          w("            : " + (",\n              ").join(lines))
-          w('            : "l"(a), "l"(b)')
-          w('            : "memory");')
-          w("#else")
-          w("        (void)d; (void)a; (void)b;")
-          w("        __trap();")
-          w("#endif")
-          w("    }")
+            w("    /* %s, the scale-d predicate from an immediate (no register to set"
+              " between" % what)
+            w("     * the wgmma of a sequence) */")
+            member("%s(float *d, uint64_t a, uint64_t b)" % fn, "%d" % imm, n, ptx,
+                   "%%%d, %%%d, p, 1, 1, 0, 0" % (r, r + 1), '"l"(a), "l"(b)', ("d", "a", "b"))
         w("};")
         w("")
 w("template <typename T, int N> struct WgmmaRsOp;")
@@ -98,28 +90,9 @@ for ty, ptx in TYPES:
     for n in NS_RS:
         r = n // 2
         w("template <> struct WgmmaRsOp<%s, %d> {" % (ty, n))
-        w("    __device__ static inline void run(float *d, const uint32_t *a, uint64_t b) {")
-        w("#if defined(__CUDA_ARCH_FEAT_SM90_ALL)")
-        w("        asm volatile(")
-        w('            "{\\n.reg .pred p;\\nsetp.ne.b32 p, 1, 0;\\n"')
-        w('            "wgmma.mma_async.sync.aligned.m64n%dk16.f32.%s.%s "' % (n, ptx, ptx))
-        names = ["%%%d" % i for i in range(r)]
-        for i in range(0, r, 16):
-            chunk = ", ".join(names[i:i + 16])
-            pre = "{" if i == 0 else ""
-            post = "}, " if i + 16 >= r else ", "
-            w('            "%s%s%s"' % (pre, chunk, post))
-        w('            "{%%%d, %%%d, %%%d, %%%d}, %%%d, p, 1, 1, 1;\\n}\\n"' % (r, r + 1, r + 2, r + 3, r + 4))
-        parts = ['"+f"(d[%d])' % i for i in range(r)]
-        lines = [", ".join(parts[i:i + 8]) for i in range(0, r, 8)]
-        w("            : " + (",\n              ").join(lines))
-        w('            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b)')
-        w('            : "memory");')
-        w("#else")
-        w("        (void)d; (void)a; (void)b;")
-        w("        __trap();")
-        w("#endif")
-        w("    }")
+        member("run(float *d, const uint32_t *a, uint64_t b)", "1", n, ptx,
+               "{%%%d, %%%d, %%%d, %%%d}, %%%d, p, 1, 1, 1" % (r, r + 1, r + 2, r + 3, r + 4),
+               '"r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b)', ("d", "a", "b"))
         w("};")
         w("")
 w("} // namespace sieve_cuda")
