@@ -26,9 +26,14 @@
  * fill by cp.async (one row a four threads), WG_AHEAD tiles ahead; each warp announces tile
  * i + 1 on its full barrier once its own copies of it landed (fence.proxy.async first), at
  * the start of its iteration i, and frees tile i - 1 (the empty barrier) after P_{i-1}
- * V_{i-1}, so the warpgroups may run a tile apart. The causal and block modes share every
- * instruction of a tile, so block-sparse prefill at alpha 0 equals dense causal attention
- * bit for bit; fully masked trailing tiles change nothing (p = 0, scale 1).
+ * V_{i-1}. Refilling tile i - 2's slot at the start of iteration i waits for both
+ * warpgroups to have freed it, i.e. for the other one to be past its softmax of tile i - 1:
+ * they run at most about a tile apart (a ring of 5 would loosen that; not measured in this
+ * form). The causal and block modes share every instruction of a tile, so block-sparse
+ * prefill at alpha 0 equals dense causal attention bit for bit when both calls take this
+ * kernel (wg_choose counts their CTAs differently: the block mode ceil(B R / 128) a tile,
+ * the causal mode ceil(T R / 128)); fully masked trailing tiles change nothing (p = 0,
+ * scale 1).
  */
 #pragma once
 #include <stdlib.h>
@@ -449,13 +454,14 @@ __global__ void __launch_bounds__(WG_THREADS, 1) sa_wg_kernel(const __grid_const
 }
 
 /* Whether a call runs on sa_wg_kernel: compute capability 9.0, head_dim = v_dim = 128,
- * outputs 8-byte aligned, and (SIEVE_CUDA_ATTN_KERNEL unset or "auto") at least one CTA of
- * 128 rows an SM; "wgmma" drops the last condition, "mma" keeps the mma.sync kernel. */
+ * out 8-byte aligned (float2 stores; lse is written a float at a time), and
+ * (SIEVE_CUDA_ATTN_KERNEL unset or "auto") at least one CTA of 128 rows an SM; "wgmma" drops
+ * the last condition, "mma" keeps the mma.sync kernel. */
 inline bool wg_choose(const sieve__cuda_ctx *c, uint32_t head_dim, uint32_t v_dim,
-                      uint64_t ctas, const void *out, const void *lse) {
+                      uint64_t ctas, const void *out) {
     if (!c || c->prop.major != 9 || c->prop.minor != 0) return false;
     if (head_dim != WG_DIM || v_dim != WG_DIM) return false;
-    if (((uintptr_t)out | (uintptr_t)lse) & 7) return false;
+    if ((uintptr_t)out & 7) return false;
     const char *e = getenv("SIEVE_CUDA_ATTN_KERNEL");
     if (e && !strcmp(e, "mma")) return false;
     if (e && !strcmp(e, "wgmma")) return true;

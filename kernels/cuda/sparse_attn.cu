@@ -359,7 +359,7 @@ int run_causal_queued(sieve__cuda_ctx *c, const sieve_attn_params *p, const void
     /* the Hopper kernel where it runs (attn_wg.cuh), CTAs of 128 rows */
     const uint64_t chunks = ((uint64_t)p->n_queries * pl.R + WG_ROWS - 1) / WG_ROWS;
     if (chunks <= 0x7fffffffu &&
-        wg_choose(c, p->head_dim, p->v_dim, chunks * p->kv_heads, out, lse))
+        wg_choose(c, p->head_dim, p->v_dim, chunks * p->kv_heads, out))
         rc = launch_wg<SA_CAUSAL>(aa, p->dtype, (uint32_t)chunks, s);
     else
         rc = attend<SA_CAUSAL>(aa, pl, p->dtype, p->head_dim, p->v_dim, s);
