@@ -195,9 +195,11 @@ Test(attention_cuda, explicit_scales_f16) {
 
 /* The Hopper wgmma kernel (attn_wg.cuh; chosen where a call fills the GPU, forced here by
  * SIEVE_CUDA_ATTN_KERNEL=wgmma): GQA with T not a multiple of a CTA's tokens, one query head
- * a kv head (a CTA's rows over 128 tokens, the last CTA part full), 16 (a token over two
- * warps), a chunk of a longer prefill with rows clipped at n_keys, one token, large scores
- * and a negative scale. Compute capability 9.0 only; elsewhere the mma.sync kernel. */
+ * a kv head (a CTA's rows over 128 tokens, the last CTA part full), 16 (a token one warp's
+ * 16 rows), a chunk of a longer prefill with rows clipped at n_keys, one token, large scores
+ * and a negative scale, 128 query heads on one kv head (a token both warpgroups' rows) and
+ * 3 (tokens across warp boundaries). Compute capability 9.0 only; elsewhere the mma.sync
+ * kernel. */
 Test(attention_cuda, wgmma_kernel) {
     SKIP_WITHOUT_GPU();
     cr_assert_eq(setenv("SIEVE_CUDA_ATTN_KERNEL", "wgmma", 1), 0);
@@ -209,6 +211,8 @@ Test(attention_cuda, wgmma_kernel) {
         {SIEVE_DTYPE_BF16, 1, 32, 8, 128, 128, 6000, 5999, 1.0f, 0.0f},
         {SIEVE_DTYPE_BF16, 64, 8, 2, 128, 128, 500, 436, 80.0f, 0.0f},
         {SIEVE_DTYPE_F16, 70, 16, 4, 128, 128, 300, 230, 1.0f, -0.15f},
+        {SIEVE_DTYPE_BF16, 9, 128, 1, 128, 128, 300, 100, 1.0f, 0.0f},
+        {SIEVE_DTYPE_F16, 100, 12, 4, 128, 128, 700, 600, 1.0f, 0.0f},
     };
     for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) run_case(&cs[i], 30 + i);
     cr_assert_eq(unsetenv("SIEVE_CUDA_ATTN_KERNEL"), 0);

@@ -4,9 +4,9 @@
  * the bound sieve_kernels.h states for the attention kernels), with and without mean
  * correction; alpha 0 against CUDA dense causal attention bit for bit; blocks of 64 and 128,
  * chunks of a longer prefill (pos0 > 0), rows clipped at n_keys, 1 to 128 query heads a kv
- * head, decode-size calls (slices), one token, fewer keys than a block, the 3-stage ring,
- * the Hopper wgmma kernel forced on small shapes, and the error codes. Skips, saying so,
- * where no CUDA device is visible. */
+ * head, decode-size calls (slices), one token, fewer keys than a block, many pooled rows,
+ * the 3-stage ring, the Hopper wgmma kernels forced on small shapes, and the error codes.
+ * Skips, saying so, where no CUDA device is visible. */
 #define _POSIX_C_SOURCE 200809L
 #include <criterion/criterion.h>
 #include <math.h>
@@ -336,15 +336,27 @@ Test(block_sparse_cuda, three_stage_ring) {
     cr_assert_eq(unsetenv("SIEVE_CUDA_ATTN_KERNEL"), 0);
 }
 
+/* Many corrected blocks: one tile of 64 tokens at the end of 9,000 keys, a small alpha, so
+ * about 130 pooled rows (two full 64-row tiles of them and a partial one). */
+static const bcase MANY_POOLED = {SIEVE_DTYPE_BF16, 64, 8, 2, 128, 128, 9000, 8936, 64,
+                                  0.05f, 1, 1, 1.0f};
+
+Test(block_sparse_cuda, many_pooled_rows) {
+    SKIP_WITHOUT_GPU();
+    run_case(&MANY_POOLED, 113);
+}
+
 /* The Hopper wgmma kernel (attn_wg.cuh; chosen where a call fills the GPU, forced here by
- * SIEVE_CUDA_ATTN_KERNEL=wgmma on shapes the automatic choice leaves to the mma.sync kernel):
- * blocks of 64 and 128, tiles starting mid-block, one query head a kv head (the second
- * warpgroup of every CTA without rows), three (a tile's second CTA half full), one token,
- * fewer keys than a block, alpha 1 and 0. Compute capability 9.0 only; elsewhere the same
- * cases run on the mma.sync kernel. */
+ * SIEVE_CUDA_ATTN_KERNEL=wgmma on shapes the automatic choice leaves to the mma.sync kernel),
+ * with the block scores on wgmma too (SIEVE_CUDA_BSP_SCORE=wgmma, opt-in): blocks of 64 and
+ * 128, tiles starting mid-block, one query head a kv head (the second warpgroup of every CTA
+ * without rows), three (a tile's second CTA half full), one token, fewer keys than a block,
+ * alpha 1 and 0, many pooled rows. Compute capability 9.0 only; elsewhere the same cases run
+ * on the mma.sync kernels. About two minutes on the device (the float64 references). */
 Test(block_sparse_cuda, wgmma_kernel) {
     SKIP_WITHOUT_GPU();
     cr_assert_eq(setenv("SIEVE_CUDA_ATTN_KERNEL", "wgmma", 1), 0);
+    cr_assert_eq(setenv("SIEVE_CUDA_BSP_SCORE", "wgmma", 1), 0);
     const bcase cs[] = {
         {SIEVE_DTYPE_BF16, 1000, 32, 8, 128, 128, 1000, 0, 64, 0.2f, 1, 2, 1.0f},
         {SIEVE_DTYPE_F16, 700, 16, 2, 128, 128, 2000, 1237, 128, 0.3f, 0, 0, 1.5f},
@@ -356,7 +368,9 @@ Test(block_sparse_cuda, wgmma_kernel) {
         {SIEVE_DTYPE_F16, 256, 8, 2, 128, 128, 800, 544, 128, 0.0f, 0, 0, 1.0f},
     };
     for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) run_case(&cs[i], 120 + i);
+    run_case(&MANY_POOLED, 130);
     cr_assert_eq(unsetenv("SIEVE_CUDA_ATTN_KERNEL"), 0);
+    cr_assert_eq(unsetenv("SIEVE_CUDA_BSP_SCORE"), 0);
 }
 
 /* alpha 1 keeps the forced blocks and the best one; alpha 0 keeps every block, so nothing is
