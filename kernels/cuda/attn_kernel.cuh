@@ -68,6 +68,17 @@ struct AttnArgs {
     float corr_log2;             /* log2(B): a pooled row stands for B keys */
 };
 
+/* Block mode: query tile I's lists for kv head kvh, as the select kernel left them. */
+struct BlockLists {
+    uint32_t nkt, ncorr;        /* the kept blocks' 64-key tiles, the corrected blocks */
+    const int32_t *kept, *corr; /* both ascending */
+};
+__device__ inline BlockLists block_lists(const AttnArgs &a, uint32_t kvh, uint32_t I) {
+    const size_t ri = (size_t)kvh * a.tiles + I;
+    const size_t lb = (size_t)kvh * a.per_head + a.tile_off[I];
+    return BlockLists{a.kept_count[ri] * a.bsub, a.corr_count[ri], a.kept + lb, a.corr + lb};
+}
+
 template <typename E> struct MmaOps;
 template <> struct MmaOps<__nv_bfloat16> {
     static __device__ inline uint32_t pack(float lo, float hi) {
@@ -192,13 +203,11 @@ sa_attn_kernel(AttnArgs a) {
         const uint64_t v = (uint64_t)a.pos0 + tl;
         U = v < a.L ? (uint32_t)v : a.L;
     } else if (BLOCKS) {
-        const uint32_t I = g * a.G / a.block;
-        const size_t ri = (size_t)kvh * a.tiles + I;
-        const size_t lb = (size_t)kvh * a.per_head + a.tile_off[I];
-        nkt = a.kept_count[ri] * a.bsub;
-        ncorr = a.corr_count[ri];
-        lkept = a.kept + lb;
-        lcorr = a.corr + lb;
+        const BlockLists bl = block_lists(a, kvh, g * a.G / a.block);
+        nkt = bl.nkt;
+        ncorr = bl.ncorr;
+        lkept = bl.kept;
+        lcorr = bl.corr;
     } else {
         U = a.count[g];
     }

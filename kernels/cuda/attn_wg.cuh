@@ -108,12 +108,11 @@ __global__ void __launch_bounds__(WG_THREADS, 1) sa_wg_kernel(const __grid_const
     const uint32_t bsh = a.bsub == 2 ? 1u : 0u; /* blocks: 64-key tiles a block, 1 or 2 */
     const int32_t *lkept = nullptr, *lcorr = nullptr;
     if (BLOCKS) {
-        const size_t ri = (size_t)kvh * a.tiles + I;
-        const size_t lb = (size_t)kvh * a.per_head + a.tile_off[I];
-        nkt = a.kept_count[ri] * a.bsub;
-        ncorr = a.corr_count[ri];
-        lkept = a.kept + lb;
-        lcorr = a.corr + lb;
+        const BlockLists bl = block_lists(a, kvh, I);
+        nkt = bl.nkt;
+        ncorr = bl.ncorr;
+        lkept = bl.kept;
+        lcorr = bl.corr;
         ntiles = nkt + (ncorr + SA_BN - 1) / SA_BN;
     } else {
         const uint64_t rl = (r0 + WG_ROWS < nrows ? r0 + WG_ROWS : nrows) - 1;

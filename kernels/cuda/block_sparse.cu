@@ -142,6 +142,30 @@ __device__ inline void bs_col_reduce(const float (&v)[4], uint32_t gq, uint32_t 
     }
 }
 
+/* A warp's scores of NJ n8 column blocks of a chunk (s[mb][4j + 2i + e]: row gq + 8i of its
+ * 16-row block mb, column col0 + 8j + 2tq + e), scaled into the log2 domain (rows past the
+ * tile -inf) and reduced a column at a time (bs_col_reduce). */
+template <int NJ>
+__device__ inline void bs_scale_reduce(const float (&s)[2][4 * NJ], const bool (&valid)[2][2],
+                                       float scale_log2, uint32_t gq, uint32_t tq,
+                                       uint32_t warp, uint32_t col0, float (*red_m)[BS_COLS],
+                                       float (*red_s)[BS_COLS]) {
+#pragma unroll
+    for (int j = 0; j < NJ; j++)
+#pragma unroll
+        for (int e = 0; e < 2; e++) {
+            float v[4];
+#pragma unroll
+            for (int mb = 0; mb < 2; mb++)
+#pragma unroll
+                for (int i = 0; i < 2; i++) {
+                    const float x = s[mb][4 * j + 2 * i + e];
+                    v[2 * mb + i] = valid[mb][i] ? x * scale_log2 : -INFINITY;
+                }
+            bs_col_reduce(v, gq, warp, col0 + j * 8 + 2 * tq + e, red_m, red_s);
+        }
+}
+
 /* The chunk's columns merged over the 8 warps (threads 0 .. 63, a column each) and with the
  * earlier row passes' (max, sum) of the same blocks: out[J] = (m_J, S_J). */
 __device__ inline void bs_merge_chunk(uint32_t tid, uint32_t c, uint32_t nI, uint32_t r0,
@@ -236,12 +260,11 @@ bs_score_kernel(ScoreArgs a) {
              * below */
 #pragma unroll
             for (int half = 0; half < 2; half++) {
-                float s[2][4][4];
+                float s[2][16]; /* n8 block j of row block mb: s[mb][4 j .. 4 j + 3] */
 #pragma unroll
                 for (int mb = 0; mb < 2; mb++)
 #pragma unroll
-                    for (int j = 0; j < 4; j++)
-                        s[mb][j][0] = s[mb][j][1] = s[mb][j][2] = s[mb][j][3] = 0.f;
+                    for (int x = 0; x < 16; x++) s[mb][x] = 0.f;
 #pragma unroll
                 for (int ks = 0; ks < D / 16; ks += 2) {
 #pragma unroll
@@ -251,27 +274,13 @@ bs_score_kernel(ScoreArgs a) {
                         ldsm_x4(kS + sw_off<D>(n, ks * 2 + (lane >> 3)), b0, b1, b2, b3);
 #pragma unroll
                         for (int mb = 0; mb < 2; mb++) {
-                            Ops::mma(s[mb][j], qf[mb][ks], b0, b1);
-                            Ops::mma(s[mb][j], qf[mb][ks + 1], b2, b3);
+                            Ops::mma(&s[mb][4 * j], qf[mb][ks], b0, b1);
+                            Ops::mma(&s[mb][4 * j], qf[mb][ks + 1], b2, b3);
                         }
                     }
                 }
-                /* scale; rows past the tile -inf */
-#pragma unroll
-                for (int j = 0; j < 4; j++)
-#pragma unroll
-                    for (int e = 0; e < 2; e++) {
-                        float v[4];
-#pragma unroll
-                        for (int mb = 0; mb < 2; mb++)
-#pragma unroll
-                            for (int i = 0; i < 2; i++) {
-                                const float x = s[mb][j][2 * i + e];
-                                v[2 * mb + i] = valid[mb][i] ? x * a.scale_log2 : -INFINITY;
-                            }
-                        bs_col_reduce(v, gq, warp, (half * 4 + j) * 8 + 2 * tq + e, red_m,
-                                      red_s);
-                    }
+                bs_scale_reduce<4>(s, valid, a.scale_log2, gq, tq, warp, half * 32, red_m,
+                                   red_s);
             }
             __syncthreads();
             bs_merge_chunk(tid, c, nI, r0, out, red_m, red_s);
@@ -379,21 +388,7 @@ bs_score_wg_kernel(const __grid_constant__ ScoreArgs a) {
             }
             wgmma_commit();
             wgmma_wait<0>();
-            /* scale; rows past the tile -inf */
-#pragma unroll
-            for (int j = 0; j < 8; j++)
-#pragma unroll
-                for (int e = 0; e < 2; e++) {
-                    float v[4];
-#pragma unroll
-                    for (int mb = 0; mb < 2; mb++)
-#pragma unroll
-                        for (int i = 0; i < 2; i++) {
-                            const float x = s[mb][4 * j + 2 * i + e];
-                            v[2 * mb + i] = valid[mb][i] ? x * a.scale_log2 : -INFINITY;
-                        }
-                    bs_col_reduce(v, gq, warp, j * 8 + 2 * tq + e, red_m, red_s);
-                }
+            bs_scale_reduce<8>(s, valid, a.scale_log2, gq, tq, warp, 0, red_m, red_s);
             __syncthreads();
             bs_merge_chunk(tid, c, nI, r0, out, red_m, red_s);
             __syncthreads(); /* the partials and the chunk's buffer free for the next chunk */
