@@ -20,7 +20,9 @@
  * each warp's rows (warp shuffles) and its sum of 2^(v - that maximum), merged across the
  * warps in shared memory (32 columns at a time in registers: two CTAs an SM);
  * row passes after the first merge into the (max, sum) already written. Output: (m_J, S_J)
- * for every visible block J, so E_J = S_J 2^(m_J - M) with M = max m_J.
+ * for every visible block J, so E_J = S_J 2^(m_J - M) with M = max m_J. With
+ * SIEVE_CUDA_BSP_SCORE=wgmma (opt-in; compute capability 9.0, D = 128) the same passes run on
+ * wgmma with the queries in shared memory (bs_score_wg_kernel).
  *
  * Select. One CTA a (tile, kv head): M and max E_J by block reductions, then every visible
  * block in order, 256 at a time: kept (forced, or E_J >= alpha max E) or corrected (a full
