@@ -727,9 +727,5 @@ extern "C" int sieve__cuda_block_sparse_prefill(void *ctx, const sieve_bsp_param
     sieve__cuda_ctx *c = (sieve__cuda_ctx *)ctx;
     const int rc = run_bsp(c, p, q, keys, values, scratch, scratch_bytes, out, lse, sel_counts,
                            sel_blocks, stats);
-    if (rc && rc != SIEVE_EINVAL && rc != SIEVE_ENOTSUP && rc != SIEVE_ENOSPC) {
-        cudaStreamSynchronize(c->stream); /* queued work may still write scratch and out */
-        cudaGetLastError();
-    }
-    return rc;
+    return sieve__cuda_settle(c, rc);
 }

@@ -56,6 +56,18 @@ static inline int sieve__cuda_scratch(sieve__cuda_ctx *c, void *scratch, size_t 
     return 0;
 }
 
+/* The end of an entry point that queued work on c's stream: when rc is a device failure (not
+ * SIEVE_EINVAL, SIEVE_ENOTSUP or SIEVE_ENOSPC, which return before anything is queued), waits
+ * for the queued work, which may still write scratch and the outputs, and clears the error.
+ * Returns rc. */
+static inline int sieve__cuda_settle(sieve__cuda_ctx *c, int rc) {
+    if (rc && rc != SIEVE_EINVAL && rc != SIEVE_ENOTSUP && rc != SIEVE_ENOSPC) {
+        cudaStreamSynchronize(c->stream);
+        cudaGetLastError();
+    }
+    return rc;
+}
+
 /* Reports a failed CUDA call with file and line on stderr, returns SIEVE_EDEVICE. */
 static inline int sieve__cuda_fail(cudaError_t e, const char *what, const char *file, int line) {
     fprintf(stderr, "sieve: CUDA error %s (%s) in %s at %s:%d\n", cudaGetErrorName(e),

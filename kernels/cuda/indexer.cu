@@ -948,11 +948,7 @@ int run_topk(sieve__cuda_ctx *c, const sieve_indexer_params *p, bool materialize
              int32_t *oidx, float *osc, uint32_t *ocnt, sieve_indexer_stats *stats) {
     const int rc = run_topk_queued(c, p, materialized, q, keys, w, scratch, scratch_bytes, oidx,
                                    osc, ocnt, stats);
-    if (rc && rc != SIEVE_EINVAL && rc != SIEVE_ENOTSUP && rc != SIEVE_ENOSPC) {
-        cudaStreamSynchronize(c->stream);
-        cudaGetLastError();
-    }
-    return rc;
+    return sieve__cuda_settle(c, rc);
 }
 
 } // namespace

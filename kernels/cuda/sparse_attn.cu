@@ -390,11 +390,7 @@ extern "C" int sieve__cuda_causal_attention(void *ctx, const sieve_attn_params *
                                             double *ms) {
     sieve__cuda_ctx *c = (sieve__cuda_ctx *)ctx;
     const int rc = run_causal_queued(c, p, q, keys, values, scratch, scratch_bytes, out, lse, ms);
-    if (rc && rc != SIEVE_EINVAL && rc != SIEVE_ENOTSUP && rc != SIEVE_ENOSPC) {
-        cudaStreamSynchronize(c->stream); /* queued work may still write scratch and out */
-        cudaGetLastError();
-    }
-    return rc;
+    return sieve__cuda_settle(c, rc);
 }
 
 extern "C" int sieve__cuda_sparse_attn_scratch_size(void *ctx, const sieve_sparse_attn_params *p,
@@ -417,9 +413,5 @@ extern "C" int sieve__cuda_sparse_attention(void *ctx, const sieve_sparse_attn_p
     sieve__cuda_ctx *c = (sieve__cuda_ctx *)ctx;
     const int rc = run_queued(c, p, q, keys, values, idx, scratch, scratch_bytes, out, lse,
                               stats);
-    if (rc && rc != SIEVE_EINVAL && rc != SIEVE_ENOTSUP && rc != SIEVE_ENOSPC) {
-        cudaStreamSynchronize(c->stream); /* queued work may still write scratch and out */
-        cudaGetLastError();
-    }
-    return rc;
+    return sieve__cuda_settle(c, rc);
 }
