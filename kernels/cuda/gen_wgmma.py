@@ -5,13 +5,15 @@ WgmmaOp<T, N> (the k-NN scan, the indexer, the attention's scores): m64nNk16, fl
 accumulators, both operands read from shared memory through matrix descriptors (K-major, no
 transpose), D = A*B + (accumulate ? D : 0); run_acc D += A*B and run_zero D = A*B.
 WgmmaRsOp<T, N> (the attention's P V): A from registers, B N-major in shared memory
-(imm-trans-b 1), D += A*B. The operand lists are long (N/2 accumulator registers per
+(imm-trans-b 1), D += A*B. WgmmaRsKOp<T, N> (the attention's scores with the queries in
+registers): A from registers, B K-major (imm-trans-b 0); run_acc and run_zero. The operand lists are long (N/2 accumulator registers per
 thread), which is why they are generated.
 Run: python3 kernels/cuda/gen_wgmma.py > kernels/cuda/wgmma.cuh
 """
 
 NS = (64, 128, 256)
 NS_RS = (64, 128)
+NS_RSK = (64,)
 TYPES = (("__half", "f16"), ("__nv_bfloat16", "bf16"))
 
 out = []
@@ -25,7 +27,9 @@ w(" *     K-major in shared memory; run_acc(d, desc_a, desc_b) and run_zero(d, d
 w(" *     the same with accumulate 1 and 0 from an immediate;")
 w(" *   WgmmaRsOp<T, N>::run(d, a, desc_b): D += A * B, A (64 x 16) in four 32-bit registers")
 w(" *     a thread (the m16n8k16 A-fragment layout, each warp its 16 rows), B (16 x N) N-major")
-w(" *     in shared memory (imm-trans-b 1).")
+w(" *     in shared memory (imm-trans-b 1);")
+w(" *   WgmmaRsKOp<T, N>::run_acc(d, a, desc_b) / run_zero: A in registers as above, B (N x 16)")
+w(" *     K-major in shared memory (imm-trans-b 0), D = A * B (+ D for run_acc).")
 w(" * The caller fences, commits and waits (wgmma.fence / commit_group / wait_group). sm_90a")
 w(" * only.")
 w(" * Must not: be used outside a __CUDA_ARCH_FEAT_SM90_ALL guard. */")
@@ -93,6 +97,18 @@ for ty, ptx in TYPES:
         member("run(float *d, const uint32_t *a, uint64_t b)", "1", n, ptx,
                "{%%%d, %%%d, %%%d, %%%d}, %%%d, p, 1, 1, 1" % (r, r + 1, r + 2, r + 3, r + 4),
                '"r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b)', ("d", "a", "b"))
+        w("};")
+        w("")
+w("template <typename T, int N> struct WgmmaRsKOp;")
+for ty, ptx in TYPES:
+    for n in NS_RSK:
+        r = n // 2
+        w("template <> struct WgmmaRsKOp<%s, %d> {" % (ty, n))
+        for fn, imm, what in (("run_acc", 1, "D += A * B"), ("run_zero", 0, "D = A * B")):
+            w("    /* %s */" % what)
+            member("%s(float *d, const uint32_t *a, uint64_t b)" % fn, "%d" % imm, n, ptx,
+                   "{%%%d, %%%d, %%%d, %%%d}, %%%d, p, 1, 1, 0" % (r, r + 1, r + 2, r + 3, r + 4),
+                   '"r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b)', ("d", "a", "b"))
         w("};")
         w("")
 w("} // namespace sieve_cuda")

@@ -33,6 +33,13 @@ __device__ inline void cp_async16(void *smem, const void *gmem, int src_bytes) {
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem),
                  "r"(src_bytes));
 }
+/* The same from a shared-memory address (32-bit) and with both addresses offset by
+ * immediates (no register arithmetic for a row's several chunks). */
+template <uint32_t SOFF, uint32_t GOFF>
+__device__ inline void cp_async16_at(uint32_t smem, const void *gmem, int src_bytes) {
+    asm volatile("cp.async.cg.shared.global [%0+%3], [%1+%4], 16, %2;\n" ::"r"(smem), "l"(gmem),
+                 "r"(src_bytes), "n"(SOFF), "n"(GOFF));
+}
 __device__ inline void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 template <int N>
 __device__ inline void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
