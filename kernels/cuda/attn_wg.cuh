@@ -11,31 +11,33 @@
  *
  * A CTA is 128 rows (two warpgroups of 64, token-major: the scope's tokens x the kv head's
  * query heads; the scope is one query tile in the block mode, the whole call in the causal
- * mode). Each warpgroup holds its 64 query rows in shared memory (two 64-column halves,
- * 128-byte swizzle). Per 64-key tile i a warpgroup, in its turn at the tensor cores, issues
- * S_i = Q K_i^T (eight m64n64k16, both operands in shared memory) and then O += P_{i-1} V_{i-1}
- * (four m64n128k16, A from registers, V N-major in shared memory), lets the other warpgroup
- * take its turn (named barriers 1 and 2, warpgroup 0 first), waits for S_i alone, and while
- * P_{i-1} V_{i-1} still runs: the mask (skipped for tiles every row sees whole) and online
- * softmax in the log2 domain on the accumulators (each thread two rows, as in the mma.sync
- * kernel) and P_i rounded to the storage type into the other of two register sets (tiles
- * alternate them: a copy would let ptxas merge the sets and serialise the wgmma); then it
- * waits for P_{i-1} V_{i-1}, frees that tile's slot and rescales O (skipped where none of the
- * warp's maxima moved). So one warpgroup's softmax runs beside the other's matrix work and
- * its own P V. Keys and values stream through a ring of WG_STAGES tiles that all threads
- * fill by cp.async (one row a four threads), WG_AHEAD tiles ahead; each warp announces tile
- * i + 1 on its full barrier once its own copies of it landed (fence.proxy.async first), at
- * the start of its iteration i, and frees tile i - 1 (the empty barrier) after P_{i-1}
- * V_{i-1}. Refilling tile i - 2's slot at the start of iteration i waits for both
- * warpgroups to have freed it, i.e. for the other one to be past its softmax of tile i - 1:
- * they run at most about a tile apart (a ring of 5 would loosen that; not measured in this
- * form). The causal and block modes share every instruction of a tile, so block-sparse
- * prefill at alpha 0 equals dense causal attention bit for bit when both calls take this
- * kernel (wg_choose counts their CTAs differently: the block mode ceil(B R / 128) a tile,
- * the causal mode ceil(T R / 128)); fully masked trailing tiles change nothing (p = 0,
- * scale 1).
+ * mode). Each warpgroup holds its 64 query rows in registers, as the A fragments of S's
+ * wgmma, negated where the scale is negative. Per 64-key tile i a warpgroup, in its turn at
+ * the tensor cores, issues S_i = Q K_i^T (eight m64n64k16, A from registers, K from shared
+ * memory) and then O += P_{i-1} V_{i-1} (four m64n128k16, A from registers, V N-major in
+ * shared memory), lets the other warpgroup take its turn (named barriers 1 and 2, warpgroup
+ * 0 first), waits for S_i alone, and while P_{i-1} V_{i-1} still runs: the mask (skipped for
+ * tiles every row sees whole) and the running maxima on the raw scores, then P_i =
+ * 2^(|scale| s + bias - max) (the scale folded into the exponent's FMA) rounded to the
+ * storage type into the other of two register sets (tiles alternate them: a copy would let
+ * ptxas merge the sets and serialise the wgmma); then it waits for P_{i-1} V_{i-1}, frees
+ * that tile's slot and rescales O (skipped where none of the warp's maxima moved). So one
+ * warpgroup's softmax runs beside the other's matrix work and its own P V. Keys and values
+ * stream through a ring of ST tiles (WG_RINGS: 5 by default) that all threads fill by
+ * cp.async (one row a four threads, immediate offsets), LA = 2 tiles ahead; each warp
+ * announces tile i + 1 on its full barrier once its own copies of it landed
+ * (fence.proxy.async first), at the start of its iteration i, and frees tile i - 1 (the
+ * empty barrier) after P_{i-1} V_{i-1}. Refilling at iteration i goes into tile i + 2 - ST's
+ * slot: with ST = 5, tile i - 3's, which both warpgroups freed an iteration earlier, so
+ * neither waits for the other's softmax (a ring of 4 made the faster warpgroup wait for
+ * the slower one's tile i - 1). Descriptors are one add to a slot's base (wg_desc). The
+ * causal and block modes share every instruction of a tile, so block-sparse prefill at
+ * alpha 0 equals dense causal attention bit for bit when both calls take this kernel
+ * (wg_choose counts their CTAs differently: the block mode ceil(B R / 128) a tile, the
+ * causal mode ceil(T R / 128)); fully masked trailing tiles change nothing (p = 0, scale 1).
  */
 #pragma once
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -47,17 +49,36 @@ namespace {
 constexpr int WG_ROWS = 128; /* rows a CTA: two warpgroups of 64 */
 constexpr int WG_THREADS = 256;
 constexpr int WG_DIM = 128;  /* head_dim = v_dim */
-constexpr int WG_STAGES = 4; /* key tiles the ring holds (a power of two) */
-constexpr int WG_AHEAD = 2;  /* tiles loaded ahead of the one computed */
 
-struct WgSmem {
-    static constexpr uint32_t HALF = SA_BN * 64 * 2;    /* 64 rows x 64 columns: 8 KB */
-    static constexpr uint32_t Q = WG_ROWS * WG_DIM * 2; /* 32 KB, 16 KB a warpgroup */
-    static constexpr uint32_t KV = 2 * HALF;            /* a tile's keys, or values: 16 KB */
-    static constexpr uint32_t STAGE = 2 * KV;
-    static constexpr uint32_t BAR = Q + WG_STAGES * STAGE;
-    static constexpr uint32_t BYTES = BAR + 2 * WG_STAGES * 8 + 1024; /* + alignment slack */
+/* The ring: ST key tiles, LA of them loaded ahead of the one computed. Refilling at
+ * iteration i goes into tile i + LA - ST's slot, which both warpgroups must have freed (after
+ * their P V of it); ST - LA >= 3 leaves that a tile behind the slower warpgroup's P V. The
+ * default, 5 x 2, was the fastest of 4 x 2, 5 x 2, 6 x 2 and 6 x 3 on the H200 (dense 32K
+ * 19.8-20.1 ms against 21.0-21.3 with 4 x 2; bench/results/h200-ring-runs/);
+ * SIEVE_CUDA_WG_RING=6x2 or 6x3 picks another (a tuning hook). */
+struct WgRing {
+    int st, la;
 };
+constexpr WgRing WG_RINGS[] = {{5, 2}, {6, 2}, {6, 3}};
+constexpr int WG_NRINGS = sizeof WG_RINGS / sizeof WG_RINGS[0];
+constexpr int WG_RING_DEFAULT = 0;
+
+template <int ST>
+struct WgSmem {
+    static constexpr uint32_t HALF = SA_BN * 64 * 2; /* 64 rows x 64 columns: 8 KB */
+    static constexpr uint32_t KV = 2 * HALF;         /* a tile's keys, or values: 16 KB */
+    static constexpr uint32_t STAGE = 2 * KV;
+    static constexpr uint32_t BAR = ST * STAGE;
+    static constexpr uint32_t BYTES = BAR + 2 * ST * 8 + 1024; /* + alignment slack */
+    static_assert(BYTES <= 232448, "a ring beyond the SM's 227 KB of shared memory");
+};
+
+/* A matrix descriptor from its low word: the start address >> 4 and the leading byte offset
+ * >> 4 (bits 16-29) over the high word every operand here shares (stride 1 KB, 128-byte
+ * swizzle), as sw128_desc / sw128_desc_mn make them. Shared addresses are below 2^18, so the
+ * low word of an operand at address a is (a >> 4) + (lbo >> 4 << 16), and an operand b bytes
+ * on adds b >> 4: per tile one add a descriptor, not a rebuild. */
+__device__ inline uint64_t wg_desc(uint32_t lo) { return (uint64_t)0x40000040u << 32 | lo; }
 
 /* Keeps the compiler from moving accumulator registers across a wgmma sequence (a copy
  * between two wgmma of one sequence makes ptxas wait for the first). */
@@ -74,13 +95,13 @@ __device__ inline void fence_frags(uint32_t (&f)[4][4]) {
         for (int j = 0; j < 4; j++) asm volatile("" : "+r"(f[i][j])::"memory");
 }
 
-template <typename E, int MODE>
+template <typename E, int MODE, int RING>
 __global__ void __launch_bounds__(WG_THREADS, 1) sa_wg_kernel(const __grid_constant__ AttnArgs a) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
     using Ops = MmaOps<E>;
-    using SM = WgSmem;
+    constexpr int ST = WG_RINGS[RING].st, LA = WG_RINGS[RING].la;
+    using SM = WgSmem<ST>;
     constexpr bool BLOCKS = MODE == SA_BLOCKS;
-    constexpr int ST = WG_STAGES, LA = WG_AHEAD;
     extern __shared__ unsigned char sa_wg_raw[];
     unsigned char *sm = sa_wg_raw + ((1024u - (smem_u32(sa_wg_raw) & 1023u)) & 1023u);
     uint64_t *full = (uint64_t *)(sm + SM::BAR), *empty = full + ST;
@@ -154,8 +175,13 @@ __global__ void __launch_bounds__(WG_THREADS, 1) sa_wg_kernel(const __grid_const
         const uint32_t s = (j - nkt) * SA_BN + n;
         return s < ncorr ? __ldg(lcorr + s) : -1;
     };
+    /* this thread's two positions in a tile's 64-column half (chunks sub and sub + 4 of row
+     * n, swizzled); chunks sub + 8 and sub + 12 take the same positions in the second half */
+    const uint32_t ring0 = smem_u32(sm);
+    const uint32_t so0 = n * 128 + ((sub ^ (n & 7)) << 4);
+    const uint32_t so1 = n * 128 + (((sub + 4) ^ (n & 7)) << 4);
     auto issue = [&](uint32_t j, int32_t id) {
-        unsigned char *st = sm + SM::Q + (j % ST) * SM::STAGE;
+        const uint32_t st = ring0 + (j % ST) * SM::STAGE;
         const E *ks = kb, *vs = vb;
         bool ok;
         if (!BLOCKS) {
@@ -179,32 +205,44 @@ __global__ void __launch_bounds__(WG_THREADS, 1) sa_wg_kernel(const __grid_const
                 vs = pvb + (size_t)id * kst;
             }
         }
-#pragma unroll
-        for (int x = 0; x < 4; x++) {
-            const uint32_t c = sub + 4 * x; /* 16-byte chunk of the row */
-            const uint32_t off = (c >> 3) * SM::HALF + n * 128 + (((c & 7) ^ (n & 7)) << 4);
-            cp_async16(st + off, ks + c * 8, ok ? 16 : 0);
-            cp_async16(st + SM::KV + off, vs + c * 8, ok ? 16 : 0);
-        }
+        /* chunk sub + 4 x of the row: 16 bytes at 16 sub + 64 x */
+        ks += sub * 8;
+        vs += sub * 8;
+        const int sz = ok ? 16 : 0;
+        constexpr uint32_t H = SM::HALF, KV = SM::KV;
+        cp_async16_at<0, 0>(st + so0, ks, sz);
+        cp_async16_at<0, 64>(st + so1, ks, sz);
+        cp_async16_at<H, 128>(st + so0, ks, sz);
+        cp_async16_at<H, 192>(st + so1, ks, sz);
+        cp_async16_at<KV, 0>(st + so0, vs, sz);
+        cp_async16_at<KV, 64>(st + so1, vs, sz);
+        cp_async16_at<KV + H, 128>(st + so0, vs, sz);
+        cp_async16_at<KV + H, 192>(st + so1, vs, sz);
     };
 
-    /* this warpgroup's 64 query rows (two threads a row; rows past the scope: zeros) */
-    unsigned char *qs = sm + wg * (SM::Q / 2);
+    /* this warpgroup's 64 query rows as the A fragments of S's wgmma: qa[kk], columns 16 kk
+     * .. 16 kk + 15 of rows gq and gq + 8 of the warp's 16 (rows past the scope: zeros), each
+     * element negated where the scale is negative (so scores times |scale| are the scaled
+     * scores, and a tile's largest raw score gives its largest scaled one) */
+    uint32_t qa[WG_DIM / 16][4];
     {
-        const uint32_t wt = tid & 127, i = wt >> 1;
-        const uint64_t r = r0 + wg * 64 + i;
-        const bool ok = r < nrows;
-        const E *qr = (const E *)a.q;
-        if (ok) {
-            const uint64_t t = tok0 + r / a.R;
-            const uint32_t hr = (uint32_t)(r % a.R);
-            qr += ((size_t)t * a.Hq + (size_t)kvh * a.R + hr) * WG_DIM;
-        }
+        const uint32_t neg = a.scale_log2 < 0.f ? 0x80008000u : 0u; /* both halves' signs */
 #pragma unroll
-        for (int x = 0; x < 8; x++) {
-            const uint32_t c = (wt & 1) + 2 * x;
-            const uint32_t off = (c >> 3) * SM::HALF + i * 128 + (((c & 7) ^ (i & 7)) << 4);
-            cp_async16(qs + off, qr + c * 8, ok ? 16 : 0);
+        for (int h = 0; h < 2; h++) {
+            const uint64_t r = r0 + wg * 64 + wq * 16 + gq + 8 * h;
+            const uint32_t *qr = nullptr;
+            if (r < nrows) {
+                const uint64_t t = tok0 + r / a.R;
+                const uint32_t hr = (uint32_t)(r % a.R);
+                qr = (const uint32_t *)((const E *)a.q +
+                                        ((size_t)t * a.Hq + (size_t)kvh * a.R + hr) * WG_DIM) +
+                     tq;
+            }
+#pragma unroll
+            for (int kk = 0; kk < WG_DIM / 16; kk++) {
+                qa[kk][h] = qr ? __ldg(qr + 8 * kk) ^ neg : 0u;
+                qa[kk][2 + h] = qr ? __ldg(qr + 8 * kk + 4) ^ neg : 0u;
+            }
         }
     }
     int32_t nid = tile_id(0);
@@ -239,10 +277,10 @@ __global__ void __launch_bounds__(WG_THREADS, 1) sa_wg_kernel(const __grid_const
     const int my_turn = 1 + (int)wg, their_turn = 2 - (int)wg;
     if (wg == 1) named_bar_arrive(1, WG_THREADS);
 
-    uint64_t dq[WG_DIM / 16]; /* the warpgroup's query rows, 16 columns a descriptor */
-#pragma unroll
-    for (int kk = 0; kk < WG_DIM / 16; kk++)
-        dq[kk] = sw128_desc(qs + (kk >> 2) * SM::HALF + (kk & 3) * 32);
+    /* the low words of the descriptors of slot 0's keys (K-major) and values (N-major) */
+    const uint32_t kdesc0 = (ring0 >> 4) + (1u << 16);
+    const uint32_t vdesc0 = ((ring0 + SM::KV) >> 4) + ((SM::HALF >> 4) << 16);
+    const float sc = fabsf(a.scale_log2); /* the queries carry the sign */
     float o[64];
 #pragma unroll
     for (int i = 0; i < 64; i++) o[i] = 0.f;
@@ -284,24 +322,21 @@ __global__ void __launch_bounds__(WG_THREADS, 1) sa_wg_kernel(const __grid_const
             }
         }
         mbar_wait(&full[it % ST], (it / ST) & 1u);
-        const unsigned char *st = sm + SM::Q + (it % ST) * SM::STAGE;
-        /* tile it - 1's slot; iteration 0 multiplies P = 0 (pa) by tile 0's values, which
-         * stay put until that tile's own P V (the slot of tile -1 may be refilled by then) */
-        const unsigned char *pst = it == 0 ? st : sm + SM::Q + ((it + ST - 1) % ST) * SM::STAGE;
 
-        /* this warpgroup's turn: S = Q K^T of tile it, then O += P V of tile it - 1 (the
-         * descriptors made before the first wgmma: an instruction defining a wgmma input
-         * between the wgmma of one sequence makes ptxas serialise them) */
+        /* this warpgroup's turn: S = Q K^T of tile it, then O += P V of tile it - 1. The
+         * descriptors: keys of tile it's slot, values of tile it - 1's (iteration 0 multiplies
+         * P = 0 (pa) by tile 0's values, which stay put until that tile's own P V, while the
+         * slot of tile -1 may be refilled by then) */
         uint64_t dk[WG_DIM / 16], dv[4];
+        {
+            const uint32_t klo = kdesc0 + (it % ST) * (SM::STAGE >> 4);
+            const uint32_t vlo = vdesc0 + (it == 0 ? 0 : (it + ST - 1) % ST) * (SM::STAGE >> 4);
 #pragma unroll
-        for (int kk = 0; kk < WG_DIM / 16; kk++) {
-            dk[kk] = sw128_desc(st + (kk >> 2) * SM::HALF + (kk & 3) * 32);
-            asm volatile("" : "+l"(dk[kk]), "+l"(dq[kk]));
-        }
+            for (int kk = 0; kk < WG_DIM / 16; kk++) {
+                dk[kk] = wg_desc(klo + (((kk >> 2) * SM::HALF + (kk & 3) * 32) >> 4));
+            }
 #pragma unroll
-        for (int kk = 0; kk < 4; kk++) {
-            dv[kk] = sw128_desc_mn(pst + SM::KV + kk * 2048, SM::HALF);
-            asm volatile("" : "+l"(dv[kk]));
+            for (int kk = 0; kk < 4; kk++) dv[kk] = wg_desc(vlo + kk * (2048 >> 4));
         }
         float s[32]; /* written by the first wgmma (run_zero) */
         named_bar_sync(my_turn, WG_THREADS);
@@ -309,10 +344,9 @@ __global__ void __launch_bounds__(WG_THREADS, 1) sa_wg_kernel(const __grid_const
         fence_regs<64>(o);
         fence_frags(pu);
         wgmma_fence();
-        WgmmaOp<E, SA_BN>::run_zero(s, dq[0], dk[0]);
+        WgmmaRsKOp<E, SA_BN>::run_zero(s, qa[0], dk[0]);
 #pragma unroll
-        for (int kk = 1; kk < WG_DIM / 16; kk++)
-            WgmmaOp<E, SA_BN>::run_acc(s, dq[kk], dk[kk]);
+        for (int kk = 1; kk < WG_DIM / 16; kk++) WgmmaRsKOp<E, SA_BN>::run_acc(s, qa[kk], dk[kk]);
         wgmma_commit();
 #pragma unroll
         for (int kk = 0; kk < 4; kk++) WgmmaRsOp<E, WG_DIM>::run(o, pu[kk], dv[kk]);
@@ -321,18 +355,16 @@ __global__ void __launch_bounds__(WG_THREADS, 1) sa_wg_kernel(const __grid_const
         wgmma_wait<1>(); /* S done; P V of tile it - 1 may still run */
         fence_regs<32>(s);
 
-        /* mask, scale into the log2 domain, running max. Accumulator 4j + 2h + e: row
-         * gq + 8h of the warp's 16, key 8j + 2tq + e of the tile */
+        /* mask and running max on the raw scores (the queries carry the scale's sign), the
+         * scale folded into the exponent below. Accumulator 4j + 2h + e: row gq + 8h of the
+         * warp's 16, key 8j + 2tq + e of the tile */
         const int64_t end = BLOCKS ? (int64_t)a.L : (int64_t)U;
         const bool open = keyt ? kp0 + SA_BN <= end && kp0 + SA_BN - 1 <= wgpos
                                : kp0 + SA_BN <= (int64_t)ncorr;
-        float mx[2] = {m[0], m[1]};
+        float mx[2] = {-INFINITY, -INFINITY};
         if (open) { /* every key of the tile visible to every row of the warpgroup */
 #pragma unroll
-            for (int i = 0; i < 32; i++) {
-                s[i] = fmaf(s[i], a.scale_log2, bias);
-                mx[(i >> 1) & 1] = fmaxf(mx[(i >> 1) & 1], s[i]);
-            }
+            for (int i = 0; i < 32; i++) mx[(i >> 1) & 1] = fmaxf(mx[(i >> 1) & 1], s[i]);
         } else {
             /* the last visible column of each row (-1: none), relative to the tile */
             int32_t lim[2];
@@ -351,25 +383,31 @@ __global__ void __launch_bounds__(WG_THREADS, 1) sa_wg_kernel(const __grid_const
 #pragma unroll
                     for (int h = 0; h < 2; h++) {
                         float &v = s[4 * j + 2 * h + e];
-                        v = c <= lim[h] ? fmaf(v, a.scale_log2, bias) : -INFINITY;
+                        v = c <= lim[h] ? v : -INFINITY;
                         mx[h] = fmaxf(mx[h], v);
                     }
                 }
             }
         }
+        /* the scaled maxima (|scale| > 0: the raw order is the scaled one), the running
+         * maxima folded in */
+#pragma unroll
+        for (int h = 0; h < 2; h++)
+            mx[h] = mx[h] == -INFINITY ? m[h] : fmaxf(m[h], fmaf(mx[h], sc, bias));
         float base[2], corr[2];
         online_max_step(mx, m, l, base, corr);
-        /* P = 2^(s - max) rounded to E: the A fragments of keys 16 kk .. 16 kk + 15 are the
-         * accumulators of n8 blocks 2 kk and 2 kk + 1; l sums the float32 P */
+        const float nb[2] = {bias - base[0], bias - base[1]};
+        /* P = 2^(|scale| s + bias - max) rounded to E: the A fragments of keys 16 kk ..
+         * 16 kk + 15 are the accumulators of n8 blocks 2 kk and 2 kk + 1; l sums the float32 P */
 #pragma unroll
         for (int kk = 0; kk < 4; kk++) {
 #pragma unroll
             for (int hh = 0; hh < 2; hh++) {
                 const int jb = 2 * kk + hh;
-                const float p0 = fast_exp2(s[4 * jb] - base[0]);
-                const float p1 = fast_exp2(s[4 * jb + 1] - base[0]);
-                const float p2 = fast_exp2(s[4 * jb + 2] - base[1]);
-                const float p3 = fast_exp2(s[4 * jb + 3] - base[1]);
+                const float p0 = fast_exp2(fmaf(s[4 * jb], sc, nb[0]));
+                const float p1 = fast_exp2(fmaf(s[4 * jb + 1], sc, nb[0]));
+                const float p2 = fast_exp2(fmaf(s[4 * jb + 2], sc, nb[1]));
+                const float p3 = fast_exp2(fmaf(s[4 * jb + 3], sc, nb[1]));
                 l[0] += p0 + p1;
                 l[1] += p2 + p3;
                 pw[kk][2 * hh] = Ops::pack(p0, p1);
@@ -397,13 +435,10 @@ __global__ void __launch_bounds__(WG_THREADS, 1) sa_wg_kernel(const __grid_const
     };
     /* O += P V of the last tile: one more turn each */
     auto finish = [&](uint32_t(&pu)[4][4]) {
-        const unsigned char *pst = sm + SM::Q + ((ntiles - 1) % ST) * SM::STAGE;
+        const uint32_t vlo = vdesc0 + ((ntiles - 1) % ST) * (SM::STAGE >> 4);
         uint64_t dv[4];
 #pragma unroll
-        for (int kk = 0; kk < 4; kk++) {
-            dv[kk] = sw128_desc_mn(pst + SM::KV + kk * 2048, SM::HALF);
-            asm volatile("" : "+l"(dv[kk]));
-        }
+        for (int kk = 0; kk < 4; kk++) dv[kk] = wg_desc(vlo + kk * (2048 >> 4));
         named_bar_sync(my_turn, WG_THREADS);
         fence_regs<64>(o);
         fence_frags(pu);
@@ -469,20 +504,42 @@ inline bool wg_choose(const sieve__cuda_ctx *c, uint32_t head_dim, uint32_t v_di
 
 /* Launches sa_wg_kernel: the causal mode over ceil(T R / 128) CTAs a kv head (chunks), the
  * block mode over a.tiles tiles x chunks (ceil(B R / 128)) a kv head. 0 or SIEVE_EDEVICE. */
-template <typename E, int MODE>
-int launch_wg_typed(const AttnArgs &base, uint32_t chunks, cudaStream_t s) {
-    auto kern = sa_wg_kernel<E, MODE>;
-    SIEVE_CUDA_TRY(
-        cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, WgSmem::BYTES));
+template <typename E, int MODE, int RING>
+int launch_wg_ring(const AttnArgs &base, uint32_t chunks, cudaStream_t s) {
+    auto kern = sa_wg_kernel<E, MODE, RING>;
+    constexpr uint32_t BYTES = WgSmem<WG_RINGS[RING].st>::BYTES;
+    SIEVE_CUDA_TRY(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, BYTES));
     const uint32_t nz = MODE == SA_BLOCKS ? base.tiles : 1;
     for (uint32_t g0 = 0; g0 < nz; g0 += SA_GRID_Z_MAX) {
         AttnArgs a = base;
         a.group0 = g0;
         const unsigned z = nz - g0 < SA_GRID_Z_MAX ? nz - g0 : SA_GRID_Z_MAX;
-        kern<<<dim3(chunks, a.Hkv, z), WG_THREADS, WgSmem::BYTES, s>>>(a);
+        kern<<<dim3(chunks, a.Hkv, z), WG_THREADS, BYTES, s>>>(a);
         SIEVE_CUDA_LAUNCH_CHECK();
     }
     return 0;
+}
+
+/* The ring: WG_RING_DEFAULT, or SIEVE_CUDA_WG_RING=STxLA naming one of WG_RINGS (a tuning
+ * hook; every ring gives the same answer bit for bit). */
+inline int wg_ring(void) {
+    const char *e = getenv("SIEVE_CUDA_WG_RING");
+    if (e)
+        for (int r = 0; r < WG_NRINGS; r++) {
+            char name[16];
+            snprintf(name, sizeof name, "%dx%d", WG_RINGS[r].st, WG_RINGS[r].la);
+            if (!strcmp(e, name)) return r;
+        }
+    return WG_RING_DEFAULT;
+}
+
+template <typename E, int MODE>
+int launch_wg_typed(const AttnArgs &a, uint32_t chunks, cudaStream_t s) {
+    switch (wg_ring()) {
+    case 1: return launch_wg_ring<E, MODE, 1>(a, chunks, s);
+    case 2: return launch_wg_ring<E, MODE, 2>(a, chunks, s);
+    default: return launch_wg_ring<E, MODE, 0>(a, chunks, s);
+    }
 }
 
 template <int MODE>
