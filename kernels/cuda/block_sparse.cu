@@ -20,9 +20,9 @@
  * each warp's rows (warp shuffles) and its sum of 2^(v - that maximum), merged across the
  * warps in shared memory (32 columns at a time in registers: two CTAs an SM);
  * row passes after the first merge into the (max, sum) already written. Output: (m_J, S_J)
- * for every visible block J, so E_J = S_J 2^(m_J - M) with M = max m_J. With
- * SIEVE_CUDA_BSP_SCORE=wgmma (opt-in; compute capability 9.0, D = 128) the same passes run on
- * wgmma with the queries in shared memory (bs_score_wg_kernel).
+ * for every visible block J, so E_J = S_J 2^(m_J - M) with M = max m_J. On compute
+ * capability 9.0 with D = 128 the same passes run on wgmma with the queries in shared memory
+ * (bs_score_wg_kernel; SIEVE_CUDA_BSP_SCORE=mma keeps the mma.sync kernel).
  *
  * Select. One CTA a (tile, kv head): M and max E_J by block reductions, then every visible
  * block in order, 256 at a time: kept (forced, or E_J >= alpha max E) or corrected (a full
@@ -291,8 +291,8 @@ bs_score_kernel(ScoreArgs a) {
     }
 }
 
-/* The block scores on wgmma (compute capability 9.0, D = 128; opt-in by
- * SIEVE_CUDA_BSP_SCORE=wgmma until the whole GPU suite has run on it): the same passes of
+/* The block scores on wgmma (compute capability 9.0, D = 128, unless
+ * SIEVE_CUDA_BSP_SCORE=mma): the same passes of
  * 256 rows, chunks of 64 pooled keys and reductions as bs_score_kernel, the rows' queries in
  * shared memory and each warpgroup's 128 rows as two m64 blocks of S = Q K^T (eight
  * m64n64k16 each, both operands K-major with the 128-byte swizzle). Accumulator 4j + 2i + e
@@ -639,12 +639,11 @@ int run_bsp(sieve__cuda_ctx *c, const sieve_bsp_params *p, const void *q, const 
     const Geom geo{a->n_queries, a->n_keys, a->pos0, p->block, pl.tiles};
 
     SIEVE_CUDA_TRY(cudaEventRecord(ev.e[0], s));
-    /* the block scores on wgmma only when SIEVE_CUDA_BSP_SCORE=wgmma asks (compute capability
-     * 9.0, D = 128): 0.25-0.28 ms less at 128K (device call 7), not yet through every case of
-     * the GPU suite (its forced-wgmma test was cut by the call's time limit) */
+    /* the block scores on wgmma on compute capability 9.0 with D = 128 (0.25-0.28 ms less at
+     * 128K); SIEVE_CUDA_BSP_SCORE=mma keeps the mma.sync kernel */
     const char *es = getenv("SIEVE_CUDA_BSP_SCORE");
     const bool score_wg = c->prop.major == 9 && c->prop.minor == 0 && a->head_dim == 128 &&
-                          es && !strcmp(es, "wgmma");
+                          !(es && !strcmp(es, "mma"));
     rc = a->dtype == SIEVE_DTYPE_BF16
              ? launch_select<__nv_bfloat16>(p, pl, geo, q, keys, values, base, kc, kl, score_wg, s)
              : launch_select<__half>(p, pl, geo, q, keys, values, base, kc, kl, score_wg, s);
