@@ -214,8 +214,67 @@ Test(attention_cuda, wgmma_kernel) {
         {SIEVE_DTYPE_BF16, 9, 128, 1, 128, 128, 300, 100, 1.0f, 0.0f},
         {SIEVE_DTYPE_F16, 100, 12, 4, 128, 128, 700, 600, 1.0f, 0.0f},
     };
-    for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) run_case(&cs[i], 30 + i);
+    static const char *const rings[] = {"5x2", "6x2", "6x3"};
+    for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) {
+        cr_assert_eq(setenv("SIEVE_CUDA_WG_RING", rings[i % 3], 1), 0);
+        run_case(&cs[i], 30 + i);
+    }
     cr_assert_eq(unsetenv("SIEVE_CUDA_ATTN_KERNEL"), 0);
+    cr_assert_eq(unsetenv("SIEVE_CUDA_WG_RING"), 0);
+}
+
+/* The wgmma kernel's rings (SIEVE_CUDA_WG_RING, a tuning hook) change when tiles load, not
+ * what is computed: every ring's output and lse equal the default ring's bit for bit, at a
+ * shape that takes the wgmma kernel by itself (on other GPUs every ring gives the mma.sync
+ * kernel's answer). */
+Test(attention_cuda, wgmma_rings_equal) {
+    SKIP_WITHOUT_GPU();
+    sieve_device *gpu = NULL;
+    cr_assert_eq(sieve_device_open("cuda:0", &gpu), 0);
+    const uint32_t T = 2500, Hq = 32, Hkv = 8, D = 128, L = 2600;
+    const size_t nq = (size_t)T * Hq * D, nk = (size_t)L * Hkv * D, nl = (size_t)T * Hq;
+    void *dq, *dk, *dv, *dout, *dlse;
+    cr_assert_eq(sieve_device_alloc(gpu, nq * 2, &dq), 0);
+    cr_assert_eq(sieve_device_alloc(gpu, nk * 2, &dk), 0);
+    cr_assert_eq(sieve_device_alloc(gpu, nk * 2, &dv), 0);
+    cr_assert_eq(sieve_device_alloc(gpu, nq * 4, &dout), 0);
+    cr_assert_eq(sieve_device_alloc(gpu, nl * 4, &dlse), 0);
+    cr_assert_eq(sieve_device_fill_normal(gpu, dq, SIEVE_DTYPE_BF16, nq, 41, 1.5f), 0);
+    cr_assert_eq(sieve_device_fill_normal(gpu, dk, SIEVE_DTYPE_BF16, nk, 42, 1.0f), 0);
+    cr_assert_eq(sieve_device_fill_normal(gpu, dv, SIEVE_DTYPE_BF16, nk, 43, 1.0f), 0);
+    sieve_attn_params p;
+    sieve_attn_params_init(&p, SIEVE_DTYPE_BF16, T, Hq, Hkv, D, D, L);
+    p.pos0 = L - T;
+    float *o0 = malloc(nq * 4), *l0 = malloc(nl * 4), *o1 = malloc(nq * 4), *l1 = malloc(nl * 4);
+    cr_assert(o0 && l0 && o1 && l1);
+    static const char *const rings[] = {"5x2", "6x2", "6x3"};
+    for (int r = 0; r < 3; r++) {
+        cr_assert_eq(setenv("SIEVE_CUDA_WG_RING", rings[r], 1), 0);
+        cr_assert_eq(sieve_device_fill_normal(gpu, dout, SIEVE_DTYPE_F32, nq, 50 + r, 1.0f), 0);
+        cr_assert_eq(sieve_causal_attention(gpu, &p, dq, dk, dv, NULL, 0, dout, dlse, NULL), 0);
+        cr_assert_eq(sieve_device_download(gpu, r ? o1 : o0, dout, nq * 4), 0);
+        cr_assert_eq(sieve_device_download(gpu, r ? l1 : l0, dlse, nl * 4), 0);
+        if (r == 0) {
+            size_t finite = 0;
+            for (size_t i = 0; i < nq; i++) finite += isfinite(o0[i]) && o0[i] != 0.f;
+            cr_assert(finite > nq / 2, "ring %s: only %zu of %zu outputs finite, non-zero",
+                      rings[r], finite, nq);
+            continue;
+        }
+        size_t diff = 0;
+        for (size_t i = 0; i < nq; i++) diff += memcmp(&o0[i], &o1[i], 4) != 0;
+        cr_assert_eq(diff, 0, "ring %s: %zu of %zu outputs differ from ring 5x2", rings[r], diff,
+                     nq);
+        cr_assert_eq(memcmp(l0, l1, nl * 4), 0, "ring %s: lse differs from ring 5x2", rings[r]);
+    }
+    cr_assert_eq(unsetenv("SIEVE_CUDA_WG_RING"), 0);
+    free(o0);
+    free(l0);
+    free(o1);
+    free(l1);
+    void *bufs[] = {dq, dk, dv, dout, dlse};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) sieve_device_free(gpu, bufs[i]);
+    sieve_device_close(gpu);
 }
 
 Test(attention_cuda, errors) {

@@ -171,9 +171,50 @@ static void run_case(const bcase *c, uint64_t seed) {
     cr_assert(rc && rb && ratio);
     cr_assert_eq(sieve_bsp_select_reference(&p, hq, hk, rc, rb, ratio), 0, "%s", desc);
 
+    /* the output bound of each (token, query head), which both runs share: the largest
+     * |value| among its visible keys (a running maximum over keys, per kv head) and the
+     * largest sum |q_d k_d| */
     const uint32_t R = c->Hq / c->Hkv;
     const double u = c->dtype == SIEVE_DTYPE_BF16 ? 0x1p-9 : 0x1p-11;
     const double scale = 1.0 / sqrt((double)c->D);
+    const size_t nl = (size_t)c->T * c->Hq;
+    double *tolo = malloc(nl * 8), *dmaxs = malloc(nl * 8);
+    double *fk = malloc(nk * 8), *fq = malloc((size_t)c->D * 8);
+    double *vrun = malloc((size_t)c->L * c->Hkv * 8);
+    cr_assert(tolo && dmaxs && fk && fq && vrun);
+    for (size_t i = 0; i < nk; i++) fk[i] = fabs(elem(hk, c->dtype, i));
+    for (uint32_t h = 0; h < c->Hkv; h++) {
+        double run = 0.0;
+        for (uint32_t s = 0; s < c->L; s++) {
+            for (uint32_t d = 0; d < c->DV; d++)
+                run = fmax(run, fabs(elem(hv, c->dtype, ((size_t)s * c->Hkv + h) * c->DV + d)));
+            vrun[(size_t)h * c->L + s] = run;
+        }
+    }
+    for (uint32_t t = 0; t < c->T; t++) {
+        const uint64_t v64 = (uint64_t)c->pos0 + t + 1;
+        const uint32_t vis = v64 < c->L ? (uint32_t)v64 : c->L;
+        for (uint32_t hh = 0; hh < c->Hq; hh++) {
+            const uint32_t gk = hh / R;
+            for (uint32_t d = 0; d < c->D; d++)
+                fq[d] = fabs(elem(hq, c->dtype, ((size_t)t * c->Hq + hh) * c->D + d));
+            double mag = 0.0;
+            for (uint32_t s = 0; s < vis; s++) {
+                const double *kr = fk + ((size_t)s * c->Hkv + gk) * c->D;
+                double m = 0.0;
+                for (uint32_t d = 0; d < c->D; d++) m += fq[d] * kr[d];
+                mag = fmax(mag, m);
+            }
+            const double vmax = vis ? vrun[(size_t)gk * c->L + vis - 1] : 0.0;
+            const double dmax = scale * mag * (c->D + 2) * 0x1p-24;
+            dmaxs[(size_t)t * c->Hq + hh] = dmax;
+            tolo[(size_t)t * c->Hq + hh] = (2.0 * u + 4.0 * dmax + 1e-5) * vmax;
+        }
+    }
+    free(fk);
+    free(fq);
+    free(vrun);
+
     for (int corr = 1; corr >= 0; corr--) {
         p.correct = corr;
         run_out g;
@@ -219,30 +260,16 @@ static void run_case(const bcase *c, uint64_t seed) {
         cr_assert(fabs(g.st.density - (double)kept / (double)g.st.visible_blocks) < 1e-12);
 
         /* the output against float64 given the GPU's own selection */
-        const size_t no = (size_t)c->T * c->Hq * c->DV, nl = (size_t)c->T * c->Hq;
+        const size_t no = (size_t)c->T * c->Hq * c->DV;
         double *rout = malloc(no * 8), *rlse = malloc(nl * 8);
         cr_assert(rout && rlse);
         cr_assert_eq(sieve_bsp_attention_reference(&p, hq, hk, hv, g.counts, g.blocks, 0, c->T,
                                                    rout, rlse),
                      0, "%s", desc);
         for (uint32_t t = 0; t < c->T; t++) {
-            const uint64_t v64 = (uint64_t)c->pos0 + t + 1;
-            const uint32_t vis = v64 < c->L ? (uint32_t)v64 : c->L;
             for (uint32_t hh = 0; hh < c->Hq; hh++) {
-                const uint32_t gk = hh / R;
-                double vmax = 0.0, mag = 0.0;
-                for (uint32_t s = 0; s < vis; s++) {
-                    for (uint32_t d = 0; d < c->DV; d++)
-                        vmax = fmax(vmax, fabs(elem(hv, c->dtype,
-                                                    ((size_t)s * c->Hkv + gk) * c->DV + d)));
-                    double m = 0.0;
-                    for (uint32_t d = 0; d < c->D; d++)
-                        m += fabs(elem(hq, c->dtype, ((size_t)t * c->Hq + hh) * c->D + d) *
-                                  elem(hk, c->dtype, ((size_t)s * c->Hkv + gk) * c->D + d));
-                    mag = fmax(mag, m);
-                }
-                const double dmax = scale * mag * (c->D + 2) * 0x1p-24;
-                const double tol = (2.0 * u + 4.0 * dmax + 1e-5) * vmax;
+                const double dmax = dmaxs[(size_t)t * c->Hq + hh];
+                const double tol = tolo[(size_t)t * c->Hq + hh];
                 const size_t o = ((size_t)t * c->Hq + hh) * c->DV;
                 for (uint32_t d = 0; d < c->DV; d++) {
                     const double err = fabs((double)g.out[o + d] - rout[o + d]);
@@ -261,6 +288,8 @@ static void run_case(const bcase *c, uint64_t seed) {
         free(rlse);
         free_run(&g);
     }
+    free(tolo);
+    free(dmaxs);
     free(rc);
     free(rb);
     free(ratio);
@@ -323,17 +352,20 @@ Test(block_sparse_cuda, small_edges) {
     run_case(&d, 111);
 }
 
-/* The mma.sync kernel's block mode on a 3-stage ring (SIEVE_CUDA_SA_STAGES=3, the tuning
- * hook; 2 by default), the kernel forced (on compute capability 9.0 this shape fills the GPU
- * and would take the wgmma kernel). */
+/* The mma.sync kernels at D = 128 (on compute capability 9.0 this shape fills the GPU and
+ * would take the wgmma kernels; SIEVE_CUDA_ATTN_KERNEL=mma and SIEVE_CUDA_BSP_SCORE=mma force
+ * them), the attention kernel's block mode on a 3-stage ring (SIEVE_CUDA_SA_STAGES=3, the
+ * tuning hook; 2 by default). */
 Test(block_sparse_cuda, three_stage_ring) {
     SKIP_WITHOUT_GPU();
     cr_assert_eq(setenv("SIEVE_CUDA_SA_STAGES", "3", 1), 0);
     cr_assert_eq(setenv("SIEVE_CUDA_ATTN_KERNEL", "mma", 1), 0);
+    cr_assert_eq(setenv("SIEVE_CUDA_BSP_SCORE", "mma", 1), 0);
     bcase c = {SIEVE_DTYPE_BF16, 600, 32, 8, 128, 128, 900, 300, 64, 0.2f, 1, 2, 1.0f};
     run_case(&c, 112);
     cr_assert_eq(unsetenv("SIEVE_CUDA_SA_STAGES"), 0);
     cr_assert_eq(unsetenv("SIEVE_CUDA_ATTN_KERNEL"), 0);
+    cr_assert_eq(unsetenv("SIEVE_CUDA_BSP_SCORE"), 0);
 }
 
 /* Many corrected blocks: one tile of 64 tokens at the end of 9,000 keys, a small alpha, so
@@ -346,31 +378,53 @@ Test(block_sparse_cuda, many_pooled_rows) {
     run_case(&MANY_POOLED, 113);
 }
 
-/* The Hopper wgmma kernel (attn_wg.cuh; chosen where a call fills the GPU, forced here by
+/* The Hopper wgmma kernels (attn_wg.cuh; chosen where a call fills the GPU, forced here by
  * SIEVE_CUDA_ATTN_KERNEL=wgmma on shapes the automatic choice leaves to the mma.sync kernel),
- * with the block scores on wgmma too (SIEVE_CUDA_BSP_SCORE=wgmma, opt-in): blocks of 64 and
+ * with the block scores on wgmma too (SIEVE_CUDA_BSP_SCORE=wgmma): blocks of 64 and
  * 128, tiles starting mid-block, one query head a kv head (the second warpgroup of every CTA
  * without rows), three (a tile's second CTA half full), one token, fewer keys than a block,
- * alpha 1 and 0, many pooled rows. Compute capability 9.0 only; elsewhere the same cases run
- * on the mma.sync kernels. About two minutes on the device (the float64 references). */
-Test(block_sparse_cuda, wgmma_kernel) {
-    SKIP_WITHOUT_GPU();
+ * alpha 1 and 0, many pooled rows; the attention kernel's rings (SIEVE_CUDA_WG_RING) spread
+ * over the cases. One test a case (they run in parallel). Compute capability 9.0 only;
+ * elsewhere the same cases run on the mma.sync kernels. */
+static const bcase WG_CASES[] = {
+    {SIEVE_DTYPE_BF16, 1000, 32, 8, 128, 128, 1000, 0, 64, 0.2f, 1, 2, 1.0f},
+    {SIEVE_DTYPE_F16, 700, 16, 2, 128, 128, 2000, 1237, 128, 0.3f, 0, 0, 1.5f},
+    {SIEVE_DTYPE_BF16, 300, 4, 4, 128, 128, 640, 500, 64, 0.1f, 2, 1, 1.0f},
+    {SIEVE_DTYPE_BF16, 200, 12, 4, 128, 128, 900, 700, 64, 0.15f, 1, 1, 1.2f},
+    {SIEVE_DTYPE_BF16, 1, 32, 8, 128, 128, 3000, 2999, 64, 0.1f, 2, 2, 1.5f},
+    {SIEVE_DTYPE_F16, 40, 8, 2, 128, 128, 50, 10, 64, 0.3f, 1, 1, 1.0f},
+    {SIEVE_DTYPE_BF16, 512, 8, 2, 128, 128, 1500, 988, 64, 1.0f, 0, 0, 2.0f},
+    {SIEVE_DTYPE_F16, 256, 8, 2, 128, 128, 800, 544, 128, 0.0f, 0, 0, 1.0f},
+};
+static const char *const WG_RING_NAMES[] = {"5x2", "6x2", "6x3"};
+
+static void run_wg_case(const bcase *c, uint64_t seed, int ring) {
     cr_assert_eq(setenv("SIEVE_CUDA_ATTN_KERNEL", "wgmma", 1), 0);
     cr_assert_eq(setenv("SIEVE_CUDA_BSP_SCORE", "wgmma", 1), 0);
-    const bcase cs[] = {
-        {SIEVE_DTYPE_BF16, 1000, 32, 8, 128, 128, 1000, 0, 64, 0.2f, 1, 2, 1.0f},
-        {SIEVE_DTYPE_F16, 700, 16, 2, 128, 128, 2000, 1237, 128, 0.3f, 0, 0, 1.5f},
-        {SIEVE_DTYPE_BF16, 300, 4, 4, 128, 128, 640, 500, 64, 0.1f, 2, 1, 1.0f},
-        {SIEVE_DTYPE_BF16, 200, 12, 4, 128, 128, 900, 700, 64, 0.15f, 1, 1, 1.2f},
-        {SIEVE_DTYPE_BF16, 1, 32, 8, 128, 128, 3000, 2999, 64, 0.1f, 2, 2, 1.5f},
-        {SIEVE_DTYPE_F16, 40, 8, 2, 128, 128, 50, 10, 64, 0.3f, 1, 1, 1.0f},
-        {SIEVE_DTYPE_BF16, 512, 8, 2, 128, 128, 1500, 988, 64, 1.0f, 0, 0, 2.0f},
-        {SIEVE_DTYPE_F16, 256, 8, 2, 128, 128, 800, 544, 128, 0.0f, 0, 0, 1.0f},
-    };
-    for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) run_case(&cs[i], 120 + i);
-    run_case(&MANY_POOLED, 130);
+    cr_assert_eq(setenv("SIEVE_CUDA_WG_RING", WG_RING_NAMES[ring % 3], 1), 0);
+    run_case(c, seed);
     cr_assert_eq(unsetenv("SIEVE_CUDA_ATTN_KERNEL"), 0);
     cr_assert_eq(unsetenv("SIEVE_CUDA_BSP_SCORE"), 0);
+    cr_assert_eq(unsetenv("SIEVE_CUDA_WG_RING"), 0);
+}
+
+#define WG_CASE_TEST(i)                                                                      \
+    Test(block_sparse_cuda, wgmma_kernel_##i) {                                               \
+        SKIP_WITHOUT_GPU();                                                                  \
+        run_wg_case(&WG_CASES[i], 120 + i, i);                                               \
+    }
+WG_CASE_TEST(0)
+WG_CASE_TEST(1)
+WG_CASE_TEST(2)
+WG_CASE_TEST(3)
+WG_CASE_TEST(4)
+WG_CASE_TEST(5)
+WG_CASE_TEST(6)
+WG_CASE_TEST(7)
+
+Test(block_sparse_cuda, wgmma_kernel_many_pooled) {
+    SKIP_WITHOUT_GPU();
+    run_wg_case(&MANY_POOLED, 130, 1);
 }
 
 /* alpha 1 keeps the forced blocks and the best one; alpha 0 keeps every block, so nothing is
