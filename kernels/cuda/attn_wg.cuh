@@ -28,7 +28,7 @@
  * announces tile i + 1 on its full barrier once its own copies of it landed
  * (fence.proxy.async first), at the start of its iteration i, and frees tile i - 1 (the
  * empty barrier) after P_{i-1} V_{i-1}. Refilling at iteration i goes into tile i + 2 - ST's
- * slot: with ST = 5, tile i - 3's, which both warpgroups freed an iteration earlier, so
+ * slot: with ST = 5, tile i - 3's, which both warpgroups freed in iteration i - 2, so
  * neither waits for the other's softmax (a ring of 4 made the faster warpgroup wait for
  * the slower one's tile i - 1). Descriptors are one add to a slot's base (wg_desc). The
  * causal and block modes share every instruction of a tile, so block-sparse prefill at
@@ -100,6 +100,7 @@ __global__ void __launch_bounds__(WG_THREADS, 1) sa_wg_kernel(const __grid_const
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
     using Ops = MmaOps<E>;
     constexpr int ST = WG_RINGS[RING].st, LA = WG_RINGS[RING].la;
+    static_assert(ST - LA >= 3, "a refill would wait for the other warpgroup's softmax");
     using SM = WgSmem<ST>;
     constexpr bool BLOCKS = MODE == SA_BLOCKS;
     extern __shared__ unsigned char sa_wg_raw[];
@@ -220,13 +221,22 @@ __global__ void __launch_bounds__(WG_THREADS, 1) sa_wg_kernel(const __grid_const
         cp_async16_at<KV + H, 192>(st + so1, vs, sz);
     };
 
+    int32_t nid = tile_id(0);
+    for (uint32_t j = 0; j < (uint32_t)LA; j++) { /* group j: tile j */
+        if (j < ntiles) {
+            issue(j, nid);
+            nid = tile_id(j + 1);
+        }
+        cp_async_commit();
+    }
     /* this warpgroup's 64 query rows as the A fragments of S's wgmma: qa[kk], columns 16 kk
      * .. 16 kk + 15 of rows gq and gq + 8 of the warp's 16 (rows past the scope: zeros), each
      * element negated where the scale is negative (so scores times |scale| are the scaled
-     * scores, and a tile's largest raw score gives its largest scaled one) */
+     * scores, and a tile's largest raw score gives its largest scaled one). Loaded after the
+     * first tiles' copies are issued, and negated only where needed, so that no thread waits
+     * for its queries before issuing copies: the two latencies overlap. */
     uint32_t qa[WG_DIM / 16][4];
     {
-        const uint32_t neg = a.scale_log2 < 0.f ? 0x80008000u : 0u; /* both halves' signs */
 #pragma unroll
         for (int h = 0; h < 2; h++) {
             const uint64_t r = r0 + wg * 64 + wq * 16 + gq + 8 * h;
@@ -240,18 +250,15 @@ __global__ void __launch_bounds__(WG_THREADS, 1) sa_wg_kernel(const __grid_const
             }
 #pragma unroll
             for (int kk = 0; kk < WG_DIM / 16; kk++) {
-                qa[kk][h] = qr ? __ldg(qr + 8 * kk) ^ neg : 0u;
-                qa[kk][2 + h] = qr ? __ldg(qr + 8 * kk + 4) ^ neg : 0u;
+                qa[kk][h] = qr ? __ldg(qr + 8 * kk) : 0u;
+                qa[kk][2 + h] = qr ? __ldg(qr + 8 * kk + 4) : 0u;
             }
         }
-    }
-    int32_t nid = tile_id(0);
-    for (uint32_t j = 0; j < (uint32_t)LA; j++) { /* group j: tile j (and the queries) */
-        if (j < ntiles) {
-            issue(j, nid);
-            nid = tile_id(j + 1);
-        }
-        cp_async_commit();
+        if (a.scale_log2 < 0.f) /* both halves' signs */
+#pragma unroll
+            for (int kk = 0; kk < WG_DIM / 16; kk++)
+#pragma unroll
+                for (int x = 0; x < 4; x++) qa[kk][x] ^= 0x80008000u;
     }
     /* tile t is announced (its full barrier) by each warp once that warp's own copies of it
      * landed: tile 0 here, tile i + 1 at the start of iteration i */
@@ -389,11 +396,10 @@ __global__ void __launch_bounds__(WG_THREADS, 1) sa_wg_kernel(const __grid_const
                 }
             }
         }
-        /* the scaled maxima (|scale| > 0: the raw order is the scaled one), the running
-         * maxima folded in */
+        /* the scaled maxima (|scale| > 0: the raw order is the scaled one; scale 0 means the
+         * default, never 0 here), the running maxima folded in */
 #pragma unroll
-        for (int h = 0; h < 2; h++)
-            mx[h] = mx[h] == -INFINITY ? m[h] : fmaxf(m[h], fmaf(mx[h], sc, bias));
+        for (int h = 0; h < 2; h++) mx[h] = fmaxf(m[h], fmaf(mx[h], sc, bias)); /* -inf: m */
         float base[2], corr[2];
         online_max_step(mx, m, l, base, corr);
         const float nb[2] = {bias - base[0], bias - base[1]};
@@ -521,7 +527,7 @@ int launch_wg_ring(const AttnArgs &base, uint32_t chunks, cudaStream_t s) {
 }
 
 /* The ring: WG_RING_DEFAULT, or SIEVE_CUDA_WG_RING=STxLA naming one of WG_RINGS (a tuning
- * hook; every ring gives the same answer bit for bit). */
+ * hook; every ring gives the same answer bit for bit; a name not in WG_RINGS: the default). */
 inline int wg_ring(void) {
     const char *e = getenv("SIEVE_CUDA_WG_RING");
     if (e)
@@ -535,6 +541,7 @@ inline int wg_ring(void) {
 
 template <typename E, int MODE>
 int launch_wg_typed(const AttnArgs &a, uint32_t chunks, cudaStream_t s) {
+    static_assert(WG_NRINGS == 3, "a case for each of WG_RINGS");
     switch (wg_ring()) {
     case 1: return launch_wg_ring<E, MODE, 1>(a, chunks, s);
     case 2: return launch_wg_ring<E, MODE, 2>(a, chunks, s);

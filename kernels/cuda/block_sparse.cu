@@ -291,13 +291,12 @@ bs_score_kernel(ScoreArgs a) {
     }
 }
 
-/* The block scores on wgmma (compute capability 9.0, D = 128, unless
- * SIEVE_CUDA_BSP_SCORE=mma): the same passes of
- * 256 rows, chunks of 64 pooled keys and reductions as bs_score_kernel, the rows' queries in
- * shared memory and each warpgroup's 128 rows as two m64 blocks of S = Q K^T (eight
- * m64n64k16 each, both operands K-major with the 128-byte swizzle). Accumulator 4j + 2i + e
- * of block mb: row 16 wq + gq + 8i of the block, column 8j + 2tq + e of the chunk, as
- * mma.sync's. */
+/* The block scores on wgmma (compute capability 9.0, D = 128, unless SIEVE_CUDA_BSP_SCORE=mma):
+ * the same passes of 256 rows, chunks of 64 pooled keys and reductions as bs_score_kernel,
+ * the rows' queries in shared memory and each warpgroup's 128 rows as two m64 blocks of
+ * S = Q K^T (eight m64n64k16 each, both operands K-major with the 128-byte swizzle).
+ * Accumulator 4j + 2i + e of block mb: row 16 wq + gq + 8i of the block, column 8j + 2tq + e
+ * of the chunk, as mma.sync's. */
 struct ScoreWgSmem {
     static constexpr uint32_t HALF = 64 * 64 * 2;                    /* 64 rows x 64 columns */
     static constexpr uint32_t Q = BS_SCORE_THREADS / 64 * 2 * HALF;  /* 256 rows: 64 KB */

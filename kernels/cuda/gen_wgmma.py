@@ -6,8 +6,8 @@ accumulators, both operands read from shared memory through matrix descriptors (
 transpose), D = A*B + (accumulate ? D : 0); run_acc D += A*B and run_zero D = A*B.
 WgmmaRsOp<T, N> (the attention's P V): A from registers, B N-major in shared memory
 (imm-trans-b 1), D += A*B. WgmmaRsKOp<T, N> (the attention's scores with the queries in
-registers): A from registers, B K-major (imm-trans-b 0); run_acc and run_zero. The operand lists are long (N/2 accumulator registers per
-thread), which is why they are generated.
+registers): A from registers, B K-major (imm-trans-b 0); run_acc and run_zero. The operand
+lists are long (N/2 accumulator registers per thread), which is why they are generated.
 Run: python3 kernels/cuda/gen_wgmma.py > kernels/cuda/wgmma.cuh
 """
 
