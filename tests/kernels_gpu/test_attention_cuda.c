@@ -198,8 +198,9 @@ Test(attention_cuda, explicit_scales_f16) {
  * a kv head (a CTA's rows over 128 tokens, the last CTA part full), 16 (a token one warp's
  * 16 rows), a chunk of a longer prefill with rows clipped at n_keys, one token, large scores
  * and a negative scale, 128 query heads on one kv head (a token both warpgroups' rows) and
- * 3 (tokens across warp boundaries). Compute capability 9.0 only; elsewhere the mma.sync
- * kernel. */
+ * 3 (tokens across warp boundaries), a negative scale on bfloat16 (the kernel negates the
+ * queries); the rings (SIEVE_CUDA_WG_RING) spread over the cases. Compute capability 9.0
+ * only; elsewhere the mma.sync kernel. */
 Test(attention_cuda, wgmma_kernel) {
     SKIP_WITHOUT_GPU();
     cr_assert_eq(setenv("SIEVE_CUDA_ATTN_KERNEL", "wgmma", 1), 0);
@@ -213,6 +214,7 @@ Test(attention_cuda, wgmma_kernel) {
         {SIEVE_DTYPE_F16, 70, 16, 4, 128, 128, 300, 230, 1.0f, -0.15f},
         {SIEVE_DTYPE_BF16, 9, 128, 1, 128, 128, 300, 100, 1.0f, 0.0f},
         {SIEVE_DTYPE_F16, 100, 12, 4, 128, 128, 700, 600, 1.0f, 0.0f},
+        {SIEVE_DTYPE_BF16, 200, 32, 8, 128, 128, 700, 500, 1.0f, -0.1f},
     };
     static const char *const rings[] = {"5x2", "6x2", "6x3"};
     for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) {
@@ -251,6 +253,7 @@ Test(attention_cuda, wgmma_rings_equal) {
     for (int r = 0; r < 3; r++) {
         cr_assert_eq(setenv("SIEVE_CUDA_WG_RING", rings[r], 1), 0);
         cr_assert_eq(sieve_device_fill_normal(gpu, dout, SIEVE_DTYPE_F32, nq, 50 + r, 1.0f), 0);
+        cr_assert_eq(sieve_device_fill_normal(gpu, dlse, SIEVE_DTYPE_F32, nl, 60 + r, 1.0f), 0);
         cr_assert_eq(sieve_causal_attention(gpu, &p, dq, dk, dv, NULL, 0, dout, dlse, NULL), 0);
         cr_assert_eq(sieve_device_download(gpu, r ? o1 : o0, dout, nq * 4), 0);
         cr_assert_eq(sieve_device_download(gpu, r ? l1 : l0, dlse, nl * 4), 0);

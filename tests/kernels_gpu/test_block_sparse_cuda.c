@@ -32,6 +32,7 @@ typedef struct bcase {
     float alpha;
     uint32_t sink, window;
     float qscale; /* the queries' spread (larger: more concentrated attention) */
+    float scale;  /* the softmax scale (0, when left out: 1 / sqrt(head_dim)) */
 } bcase;
 
 static double elem(const void *a, sieve_dtype dt, size_t i) {
@@ -152,6 +153,7 @@ static void run_case(const bcase *c, uint64_t seed) {
     p.block = c->block;
     p.alpha = c->alpha;
     p.sink_blocks = c->sink;
+    p.attn.scale = c->scale;
     p.window_blocks = c->window;
     uint32_t tiles = 0;
     uint64_t per_head = 0;
@@ -176,7 +178,7 @@ static void run_case(const bcase *c, uint64_t seed) {
      * largest sum |q_d k_d| */
     const uint32_t R = c->Hq / c->Hkv;
     const double u = c->dtype == SIEVE_DTYPE_BF16 ? 0x1p-9 : 0x1p-11;
-    const double scale = 1.0 / sqrt((double)c->D);
+    const double scale = fabs(c->scale != 0.0f ? (double)c->scale : 1.0 / sqrt((double)c->D));
     const size_t nl = (size_t)c->T * c->Hq;
     double *tolo = malloc(nl * 8), *dmaxs = malloc(nl * 8);
     double *fk = malloc(nk * 8), *fq = malloc((size_t)c->D * 8);
@@ -308,7 +310,7 @@ static void run_case(const bcase *c, uint64_t seed) {
 /* GQA 32/8, blocks of 64, T not a multiple of the tile; a sink and a window. */
 Test(block_sparse_cuda, prefill_gqa_bf16) {
     SKIP_WITHOUT_GPU();
-    bcase c = {SIEVE_DTYPE_BF16, 1000, 32, 8, 128, 128, 1000, 0, 64, 0.2f, 1, 2, 1.0f};
+    bcase c = {SIEVE_DTYPE_BF16, 1000, 32, 8, 128, 128, 1000, 0, 64, 0.2f, 1, 2, 1.0f, 0.0f};
     run_case(&c, 101);
 }
 
@@ -316,7 +318,7 @@ Test(block_sparse_cuda, prefill_gqa_bf16) {
  * mid-block, head_dim 64, v_dim 128, no sink or window. */
 Test(block_sparse_cuda, chunk_block128_f16) {
     SKIP_WITHOUT_GPU();
-    bcase c = {SIEVE_DTYPE_F16, 700, 16, 2, 64, 128, 2000, 1237, 128, 0.3f, 0, 0, 1.5f};
+    bcase c = {SIEVE_DTYPE_F16, 700, 16, 2, 64, 128, 2000, 1237, 128, 0.3f, 0, 0, 1.5f, 0.0f};
     run_case(&c, 102);
 }
 
@@ -324,7 +326,7 @@ Test(block_sparse_cuda, chunk_block128_f16) {
  * query head a kv head (64 tokens a CTA), v_dim 64. */
 Test(block_sparse_cuda, clipped_mha_bf16) {
     SKIP_WITHOUT_GPU();
-    bcase c = {SIEVE_DTYPE_BF16, 300, 4, 4, 128, 64, 640, 500, 64, 0.1f, 2, 1, 1.0f};
+    bcase c = {SIEVE_DTYPE_BF16, 300, 4, 4, 128, 64, 640, 500, 64, 0.1f, 2, 1, 1.0f, 0.0f};
     run_case(&c, 103);
 }
 
@@ -332,11 +334,11 @@ Test(block_sparse_cuda, clipped_mha_bf16) {
  * two CTAs), a decode-size call (the lists split into slices). */
 Test(block_sparse_cuda, head_ratios_and_decode) {
     SKIP_WITHOUT_GPU();
-    bcase a = {SIEVE_DTYPE_BF16, 200, 12, 4, 64, 64, 900, 700, 64, 0.15f, 1, 1, 1.2f};
+    bcase a = {SIEVE_DTYPE_BF16, 200, 12, 4, 64, 64, 900, 700, 64, 0.15f, 1, 1, 1.2f, 0.0f};
     run_case(&a, 104);
-    bcase b = {SIEVE_DTYPE_F16, 70, 128, 1, 64, 64, 600, 530, 64, 0.2f, 1, 1, 1.0f};
+    bcase b = {SIEVE_DTYPE_F16, 70, 128, 1, 64, 64, 600, 530, 64, 0.2f, 1, 1, 1.0f, 0.0f};
     run_case(&b, 105);
-    bcase d = {SIEVE_DTYPE_BF16, 3, 32, 8, 128, 128, 5000, 4997, 128, 0.1f, 2, 2, 1.0f};
+    bcase d = {SIEVE_DTYPE_BF16, 3, 32, 8, 128, 128, 5000, 4997, 128, 0.1f, 2, 2, 1.0f, 0.0f};
     run_case(&d, 106);
 }
 
@@ -344,11 +346,11 @@ Test(block_sparse_cuda, head_ratios_and_decode) {
  * block the diagonal band), a block of 128 over 100 keys. */
 Test(block_sparse_cuda, small_edges) {
     SKIP_WITHOUT_GPU();
-    bcase a = {SIEVE_DTYPE_BF16, 1, 32, 8, 128, 128, 3000, 2999, 64, 0.1f, 2, 2, 1.5f};
+    bcase a = {SIEVE_DTYPE_BF16, 1, 32, 8, 128, 128, 3000, 2999, 64, 0.1f, 2, 2, 1.5f, 0.0f};
     run_case(&a, 109);
-    bcase b = {SIEVE_DTYPE_F16, 40, 8, 2, 64, 64, 50, 10, 64, 0.3f, 1, 1, 1.0f};
+    bcase b = {SIEVE_DTYPE_F16, 40, 8, 2, 64, 64, 50, 10, 64, 0.3f, 1, 1, 1.0f, 0.0f};
     run_case(&b, 110);
-    bcase d = {SIEVE_DTYPE_BF16, 100, 4, 1, 128, 64, 100, 0, 128, 0.5f, 0, 0, 1.0f};
+    bcase d = {SIEVE_DTYPE_BF16, 100, 4, 1, 128, 64, 100, 0, 128, 0.5f, 0, 0, 1.0f, 0.0f};
     run_case(&d, 111);
 }
 
@@ -361,7 +363,7 @@ Test(block_sparse_cuda, three_stage_ring) {
     cr_assert_eq(setenv("SIEVE_CUDA_SA_STAGES", "3", 1), 0);
     cr_assert_eq(setenv("SIEVE_CUDA_ATTN_KERNEL", "mma", 1), 0);
     cr_assert_eq(setenv("SIEVE_CUDA_BSP_SCORE", "mma", 1), 0);
-    bcase c = {SIEVE_DTYPE_BF16, 600, 32, 8, 128, 128, 900, 300, 64, 0.2f, 1, 2, 1.0f};
+    bcase c = {SIEVE_DTYPE_BF16, 600, 32, 8, 128, 128, 900, 300, 64, 0.2f, 1, 2, 1.0f, 0.0f};
     run_case(&c, 112);
     cr_assert_eq(unsetenv("SIEVE_CUDA_SA_STAGES"), 0);
     cr_assert_eq(unsetenv("SIEVE_CUDA_ATTN_KERNEL"), 0);
@@ -371,7 +373,7 @@ Test(block_sparse_cuda, three_stage_ring) {
 /* Many corrected blocks: one tile of 64 tokens at the end of 9,000 keys, a small alpha, so
  * about 130 pooled rows (two full 64-row tiles of them and a partial one). */
 static const bcase MANY_POOLED = {SIEVE_DTYPE_BF16, 64, 8, 2, 128, 128, 9000, 8936, 64,
-                                  0.05f, 1, 1, 1.0f};
+                                  0.05f, 1, 1, 1.0f, 0.0f};
 
 Test(block_sparse_cuda, many_pooled_rows) {
     SKIP_WITHOUT_GPU();
@@ -380,21 +382,24 @@ Test(block_sparse_cuda, many_pooled_rows) {
 
 /* The Hopper wgmma kernels (attn_wg.cuh; chosen where a call fills the GPU, forced here by
  * SIEVE_CUDA_ATTN_KERNEL=wgmma on shapes the automatic choice leaves to the mma.sync kernel),
- * with the block scores on wgmma too (SIEVE_CUDA_BSP_SCORE=wgmma): blocks of 64 and
+ * with the block scores on wgmma too (SIEVE_CUDA_BSP_SCORE=wgmma, the default on compute
+ * capability 9.0 at D = 128, set so the cases keep it): blocks of 64 and
  * 128, tiles starting mid-block, one query head a kv head (the second warpgroup of every CTA
  * without rows), three (a tile's second CTA half full), one token, fewer keys than a block,
- * alpha 1 and 0, many pooled rows; the attention kernel's rings (SIEVE_CUDA_WG_RING) spread
+ * alpha 1 and 0, a negative scale with pooled rows (the kernel negates the queries), many
+ * pooled rows; the attention kernel's rings (SIEVE_CUDA_WG_RING) spread
  * over the cases. One test a case (they run in parallel). Compute capability 9.0 only;
  * elsewhere the same cases run on the mma.sync kernels. */
 static const bcase WG_CASES[] = {
-    {SIEVE_DTYPE_BF16, 1000, 32, 8, 128, 128, 1000, 0, 64, 0.2f, 1, 2, 1.0f},
-    {SIEVE_DTYPE_F16, 700, 16, 2, 128, 128, 2000, 1237, 128, 0.3f, 0, 0, 1.5f},
-    {SIEVE_DTYPE_BF16, 300, 4, 4, 128, 128, 640, 500, 64, 0.1f, 2, 1, 1.0f},
-    {SIEVE_DTYPE_BF16, 200, 12, 4, 128, 128, 900, 700, 64, 0.15f, 1, 1, 1.2f},
-    {SIEVE_DTYPE_BF16, 1, 32, 8, 128, 128, 3000, 2999, 64, 0.1f, 2, 2, 1.5f},
-    {SIEVE_DTYPE_F16, 40, 8, 2, 128, 128, 50, 10, 64, 0.3f, 1, 1, 1.0f},
-    {SIEVE_DTYPE_BF16, 512, 8, 2, 128, 128, 1500, 988, 64, 1.0f, 0, 0, 2.0f},
-    {SIEVE_DTYPE_F16, 256, 8, 2, 128, 128, 800, 544, 128, 0.0f, 0, 0, 1.0f},
+    {SIEVE_DTYPE_BF16, 1000, 32, 8, 128, 128, 1000, 0, 64, 0.2f, 1, 2, 1.0f, 0.0f},
+    {SIEVE_DTYPE_F16, 700, 16, 2, 128, 128, 2000, 1237, 128, 0.3f, 0, 0, 1.5f, 0.0f},
+    {SIEVE_DTYPE_BF16, 300, 4, 4, 128, 128, 640, 500, 64, 0.1f, 2, 1, 1.0f, 0.0f},
+    {SIEVE_DTYPE_BF16, 200, 12, 4, 128, 128, 900, 700, 64, 0.15f, 1, 1, 1.2f, 0.0f},
+    {SIEVE_DTYPE_BF16, 1, 32, 8, 128, 128, 3000, 2999, 64, 0.1f, 2, 2, 1.5f, 0.0f},
+    {SIEVE_DTYPE_F16, 40, 8, 2, 128, 128, 50, 10, 64, 0.3f, 1, 1, 1.0f, 0.0f},
+    {SIEVE_DTYPE_BF16, 512, 8, 2, 128, 128, 1500, 988, 64, 1.0f, 0, 0, 2.0f, 0.0f},
+    {SIEVE_DTYPE_F16, 256, 8, 2, 128, 128, 800, 544, 128, 0.0f, 0, 0, 1.0f, 0.0f},
+    {SIEVE_DTYPE_BF16, 300, 16, 4, 128, 128, 1200, 900, 64, 0.2f, 1, 1, 1.0f, -0.08f},
 };
 static const char *const WG_RING_NAMES[] = {"5x2", "6x2", "6x3"};
 
@@ -421,6 +426,7 @@ WG_CASE_TEST(4)
 WG_CASE_TEST(5)
 WG_CASE_TEST(6)
 WG_CASE_TEST(7)
+WG_CASE_TEST(8)
 
 Test(block_sparse_cuda, wgmma_kernel_many_pooled) {
     SKIP_WITHOUT_GPU();
@@ -431,9 +437,9 @@ Test(block_sparse_cuda, wgmma_kernel_many_pooled) {
  * corrected (the dense answer: next test). */
 Test(block_sparse_cuda, alpha_extremes) {
     SKIP_WITHOUT_GPU();
-    bcase a = {SIEVE_DTYPE_BF16, 512, 8, 2, 128, 128, 1500, 988, 64, 1.0f, 0, 0, 2.0f};
+    bcase a = {SIEVE_DTYPE_BF16, 512, 8, 2, 128, 128, 1500, 988, 64, 1.0f, 0, 0, 2.0f, 0.0f};
     run_case(&a, 107);
-    bcase b = {SIEVE_DTYPE_F16, 256, 8, 2, 64, 64, 800, 544, 128, 0.0f, 0, 0, 1.0f};
+    bcase b = {SIEVE_DTYPE_F16, 256, 8, 2, 64, 64, 800, 544, 128, 0.0f, 0, 0, 1.0f, 0.0f};
     run_case(&b, 108);
 }
 
