@@ -129,6 +129,22 @@ __device__ inline void cp_async4(void *smem, const void *gmem, int src_bytes) {
                  "r"(src_bytes));
 }
 
+/* A thread's A fragments (m16n8k16, and wgmma with A from registers) of rows r0 and r1 (its
+ * gq and gq + 8) of a row-major matrix of D columns: f[kk] holds columns 16 kk + 2 tq, + 1
+ * (f[kk][0] row r0, f[kk][1] row r1) and 8 on (f[kk][2], f[kk][3]); a null row gives zeros. */
+template <typename E, int D>
+__device__ inline void load_a_frags(const E *r0, const E *r1, uint32_t tq,
+                                    uint32_t (&f)[D / 16][4]) {
+#pragma unroll
+    for (int kk = 0; kk < D / 16; kk++) {
+        const uint32_t c0 = kk * 16 + 2 * tq;
+        f[kk][0] = r0 ? *(const uint32_t *)(r0 + c0) : 0u;
+        f[kk][1] = r1 ? *(const uint32_t *)(r1 + c0) : 0u;
+        f[kk][2] = r0 ? *(const uint32_t *)(r0 + c0 + 8) : 0u;
+        f[kk][3] = r1 ? *(const uint32_t *)(r1 + c0 + 8) : 0u;
+    }
+}
+
 /* The online softmax's step for a thread's two rows (gq and gq + 8 of an m16 block): mx,
  * the thread's maxima of the tile (the running maxima m folded in), reduced over the quad
  * that shares the rows; base, what the tile's probabilities subtract (0 where a row has seen

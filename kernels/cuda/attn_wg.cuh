@@ -30,7 +30,7 @@
  * empty barrier) after P_{i-1} V_{i-1}. Refilling at iteration i goes into tile i + 2 - ST's
  * slot: with ST = 5, tile i - 3's, which both warpgroups freed in iteration i - 2, so
  * neither waits for the other's softmax (a ring of 4 made the faster warpgroup wait for
- * the slower one's tile i - 1). Descriptors are one add to a slot's base (wg_desc). The
+ * the slower one's tile i - 1). Descriptors are one add to a slot's base (desc_add). The
  * causal and block modes share every instruction of a tile, so block-sparse prefill at
  * alpha 0 equals dense causal attention bit for bit when both calls take this kernel
  * (wg_choose counts their CTAs differently: the block mode ceil(B R / 128) a tile, the
@@ -73,12 +73,13 @@ struct WgSmem {
     static_assert(BYTES <= 232448, "a ring beyond the SM's 227 KB of shared memory");
 };
 
-/* A matrix descriptor from its low word: the start address >> 4 and the leading byte offset
- * >> 4 (bits 16-29) over the high word every operand here shares (stride 1 KB, 128-byte
- * swizzle), as sw128_desc / sw128_desc_mn make them. Shared addresses are below 2^18, so the
- * low word of an operand at address a is (a >> 4) + (lbo >> 4 << 16), and an operand b bytes
- * on adds b >> 4: per tile one add a descriptor, not a rebuild. */
-__device__ inline uint64_t wg_desc(uint32_t lo) { return (uint64_t)0x40000040u << 32 | lo; }
+/* Descriptor d (sw128_desc, sw128_desc_mn) moved u 16-byte units on: the start address
+ * (>> 4) is the low word's low 14 bits and shared addresses are below 2^18, so one 32-bit
+ * add to the low word, no carry into the other fields: per tile an add a descriptor, not a
+ * rebuild. */
+__device__ inline uint64_t desc_add(uint64_t d, uint32_t u) {
+    return (d & ~0xffffffffull) | (uint32_t)((uint32_t)d + u);
+}
 
 /* Keeps the compiler from moving accumulator registers across a wgmma sequence (a copy
  * between two wgmma of one sequence makes ptxas wait for the first). */
@@ -179,8 +180,7 @@ __global__ void __launch_bounds__(WG_THREADS, 1) sa_wg_kernel(const __grid_const
     /* this thread's two positions in a tile's 64-column half (chunks sub and sub + 4 of row
      * n, swizzled); chunks sub + 8 and sub + 12 take the same positions in the second half */
     const uint32_t ring0 = smem_u32(sm);
-    const uint32_t so0 = n * 128 + ((sub ^ (n & 7)) << 4);
-    const uint32_t so1 = n * 128 + (((sub + 4) ^ (n & 7)) << 4);
+    const uint32_t so0 = sw_off<64>(n, sub), so1 = sw_off<64>(n, sub + 4);
     auto issue = [&](uint32_t j, int32_t id) {
         const uint32_t st = ring0 + (j % ST) * SM::STAGE;
         const E *ks = kb, *vs = vb;
@@ -237,23 +237,18 @@ __global__ void __launch_bounds__(WG_THREADS, 1) sa_wg_kernel(const __grid_const
      * for its queries before issuing copies: the two latencies overlap. */
     uint32_t qa[WG_DIM / 16][4];
     {
+        const E *qr[2];
 #pragma unroll
         for (int h = 0; h < 2; h++) {
             const uint64_t r = r0 + wg * 64 + wq * 16 + gq + 8 * h;
-            const uint32_t *qr = nullptr;
+            qr[h] = nullptr;
             if (r < nrows) {
                 const uint64_t t = tok0 + r / a.R;
                 const uint32_t hr = (uint32_t)(r % a.R);
-                qr = (const uint32_t *)((const E *)a.q +
-                                        ((size_t)t * a.Hq + (size_t)kvh * a.R + hr) * WG_DIM) +
-                     tq;
-            }
-#pragma unroll
-            for (int kk = 0; kk < WG_DIM / 16; kk++) {
-                qa[kk][h] = qr ? __ldg(qr + 8 * kk) : 0u;
-                qa[kk][2 + h] = qr ? __ldg(qr + 8 * kk + 4) : 0u;
+                qr[h] = (const E *)a.q + ((size_t)t * a.Hq + (size_t)kvh * a.R + hr) * WG_DIM;
             }
         }
+        load_a_frags<E, WG_DIM>(qr[0], qr[1], tq, qa);
         if (a.scale_log2 < 0.f) /* both halves' signs */
 #pragma unroll
             for (int kk = 0; kk < WG_DIM / 16; kk++)
@@ -284,9 +279,8 @@ __global__ void __launch_bounds__(WG_THREADS, 1) sa_wg_kernel(const __grid_const
     const int my_turn = 1 + (int)wg, their_turn = 2 - (int)wg;
     if (wg == 1) named_bar_arrive(1, WG_THREADS);
 
-    /* the low words of the descriptors of slot 0's keys (K-major) and values (N-major) */
-    const uint32_t kdesc0 = (ring0 >> 4) + (1u << 16);
-    const uint32_t vdesc0 = ((ring0 + SM::KV) >> 4) + ((SM::HALF >> 4) << 16);
+    /* the descriptors of slot 0's keys (K-major) and values (N-major) */
+    const uint64_t kdesc0 = sw128_desc(sm), vdesc0 = sw128_desc_mn(sm + SM::KV, SM::HALF);
     const float sc = fabsf(a.scale_log2); /* the queries carry the sign */
     float o[64];
 #pragma unroll
@@ -336,14 +330,13 @@ __global__ void __launch_bounds__(WG_THREADS, 1) sa_wg_kernel(const __grid_const
          * slot of tile -1 may be refilled by then) */
         uint64_t dk[WG_DIM / 16], dv[4];
         {
-            const uint32_t klo = kdesc0 + (it % ST) * (SM::STAGE >> 4);
-            const uint32_t vlo = vdesc0 + (it == 0 ? 0 : (it + ST - 1) % ST) * (SM::STAGE >> 4);
+            const uint32_t ku = (it % ST) * (SM::STAGE >> 4);
+            const uint32_t vu = (it == 0 ? 0 : (it + ST - 1) % ST) * (SM::STAGE >> 4);
 #pragma unroll
-            for (int kk = 0; kk < WG_DIM / 16; kk++) {
-                dk[kk] = wg_desc(klo + (((kk >> 2) * SM::HALF + (kk & 3) * 32) >> 4));
-            }
+            for (int kk = 0; kk < WG_DIM / 16; kk++)
+                dk[kk] = desc_add(kdesc0, ku + (((kk >> 2) * SM::HALF + (kk & 3) * 32) >> 4));
 #pragma unroll
-            for (int kk = 0; kk < 4; kk++) dv[kk] = wg_desc(vlo + kk * (2048 >> 4));
+            for (int kk = 0; kk < 4; kk++) dv[kk] = desc_add(vdesc0, vu + kk * (2048 >> 4));
         }
         float s[32]; /* written by the first wgmma (run_zero) */
         named_bar_sync(my_turn, WG_THREADS);
@@ -441,10 +434,10 @@ __global__ void __launch_bounds__(WG_THREADS, 1) sa_wg_kernel(const __grid_const
     };
     /* O += P V of the last tile: one more turn each */
     auto finish = [&](uint32_t(&pu)[4][4]) {
-        const uint32_t vlo = vdesc0 + ((ntiles - 1) % ST) * (SM::STAGE >> 4);
+        const uint32_t vu = ((ntiles - 1) % ST) * (SM::STAGE >> 4);
         uint64_t dv[4];
 #pragma unroll
-        for (int kk = 0; kk < 4; kk++) dv[kk] = wg_desc(vlo + kk * (2048 >> 4));
+        for (int kk = 0; kk < 4; kk++) dv[kk] = desc_add(vdesc0, vu + kk * (2048 >> 4));
         named_bar_sync(my_turn, WG_THREADS);
         fence_regs<64>(o);
         fence_frags(pu);

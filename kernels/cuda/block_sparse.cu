@@ -238,14 +238,7 @@ bs_score_kernel(ScoreArgs a) {
                 const uint32_t t = I * a.geo.B + r / a.R, h = kvh * a.R + r % a.R;
                 qr[i] = valid[mb][i] ? (const E *)a.q + ((size_t)t * a.Hq + h) * D : nullptr;
             }
-#pragma unroll
-            for (int ks = 0; ks < D / 16; ks++) {
-                const uint32_t c0 = ks * 16 + 2 * tq;
-                qf[mb][ks][0] = qr[0] ? *(const uint32_t *)(qr[0] + c0) : 0u;
-                qf[mb][ks][1] = qr[1] ? *(const uint32_t *)(qr[1] + c0) : 0u;
-                qf[mb][ks][2] = qr[0] ? *(const uint32_t *)(qr[0] + c0 + 8) : 0u;
-                qf[mb][ks][3] = qr[1] ? *(const uint32_t *)(qr[1] + c0 + 8) : 0u;
-            }
+            load_a_frags<E, D>(qr[0], qr[1], tq, qf[mb]);
         }
         load_chunk(0, 0);
         for (uint32_t c = 0; c < nchunks; c++) {
@@ -326,7 +319,7 @@ bs_score_wg_kernel(const __grid_constant__ ScoreArgs a) {
     const uint32_t nchunks = (nI + BS_COLS - 1) / BS_COLS;
     /* row n of a 64-row, 128-column tile at t: its 16-byte chunk c (two 64-column halves) */
     auto sw = [](uint32_t n, uint32_t c) {
-        return (c >> 3) * SM::HALF + n * 128 + (((c & 7) ^ (n & 7)) << 4);
+        return (c >> 3) * SM::HALF + sw_off<64>(n, c & 7);
     };
     auto load_chunk = [&](uint32_t c, int buf) {
         unsigned char *dst = sm + SM::Q + buf * SM::CHUNK;

@@ -89,28 +89,30 @@ for ty, ptx in TYPES:
                    "%%%d, %%%d, p, 1, 1, 0, 0" % (r, r + 1), '"l"(a), "l"(b)', ("d", "a", "b"))
         w("};")
         w("")
-w("template <typename T, int N> struct WgmmaRsOp;")
-for ty, ptx in TYPES:
-    for n in NS_RS:
-        r = n // 2
-        w("template <> struct WgmmaRsOp<%s, %d> {" % (ty, n))
-        member("run(float *d, const uint32_t *a, uint64_t b)", "1", n, ptx,
-               "{%%%d, %%%d, %%%d, %%%d}, %%%d, p, 1, 1, 1" % (r, r + 1, r + 2, r + 3, r + 4),
-               '"r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b)', ("d", "a", "b"))
-        w("};")
-        w("")
-w("template <typename T, int N> struct WgmmaRsKOp;")
-for ty, ptx in TYPES:
-    for n in NS_RSK:
-        r = n // 2
-        w("template <> struct WgmmaRsKOp<%s, %d> {" % (ty, n))
-        for fn, imm, what in (("run_acc", 1, "D += A * B"), ("run_zero", 0, "D = A * B")):
-            w("    /* %s */" % what)
-            member("%s(float *d, const uint32_t *a, uint64_t b)" % fn, "%d" % imm, n, ptx,
-                   "{%%%d, %%%d, %%%d, %%%d}, %%%d, p, 1, 1, 0" % (r, r + 1, r + 2, r + 3, r + 4),
-                   '"r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b)', ("d", "a", "b"))
-        w("};")
-        w("")
+
+
+def rs_struct(name, ns, trans_b, fns):
+    """The specialisations of `name` (A from registers, B in shared memory, imm-trans-b
+    trans_b) for every type and N in ns; fns: (member name, scale-d immediate, comment or
+    None) a member."""
+    w("template <typename T, int N> struct %s;" % name)
+    for ty, ptx in TYPES:
+        for n in ns:
+            r = n // 2
+            w("template <> struct %s<%s, %d> {" % (name, ty, n))
+            for fn, imm, what in fns:
+                if what:
+                    w("    /* %s */" % what)
+                member("%s(float *d, const uint32_t *a, uint64_t b)" % fn, "%d" % imm, n, ptx,
+                       "{%%%d, %%%d, %%%d, %%%d}, %%%d, p, 1, 1, %d"
+                       % (r, r + 1, r + 2, r + 3, r + 4, trans_b),
+                       '"r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b)', ("d", "a", "b"))
+            w("};")
+            w("")
+
+
+rs_struct("WgmmaRsOp", NS_RS, 1, (("run", 1, None),))
+rs_struct("WgmmaRsKOp", NS_RSK, 0, (("run_acc", 1, "D += A * B"), ("run_zero", 0, "D = A * B")))
 w("} // namespace sieve_cuda")
 w("")
 w("#endif")
