@@ -8,9 +8,11 @@
  * attention itself is attn_wg.cuh's or attn_kernel.cuh's kernel in its SA_BLOCKS mode.
  * Must not: write the score matrix of tokens and keys, keep state between calls.
  *
- * Pooling. One CTA a (block, kv head): each thread sums one column over the block's rows in
- * double, ascending position, divides by the rows and rounds to float32 and then to the
- * storage dtype (the contract's pooled rows, bit-identical to the CPU's).
+ * Pooling. One CTA a block and 1,024 elements of a token's row (all kv heads' columns side by
+ * side): each thread sums 8 consecutive elements over the block's rows in double, ascending
+ * position (one 16-byte load a row, eight rows in flight), divides by the rows and rounds to
+ * float32 and then to the storage dtype (the contract's pooled rows, bit-identical to the
+ * CPU's).
  *
  * Scores. One CTA (8 warps) a (tile, kv head), the tiles of the most blocks first. The
  * tile's rows (token-major: its tokens x the kv head's query heads) are taken 256 at a time
@@ -86,25 +88,67 @@ __device__ inline float to_float<__half>(__half x) {
     return __half2float(x);
 }
 
+/* Eight consecutive stored elements (16 bytes) to float. */
 template <typename E>
-__global__ void __launch_bounds__(128)
-bs_pool_kernel(const E *keys, const E *values, uint32_t L, uint32_t Hkv, uint32_t D,
-               uint32_t DV, uint32_t B, E *pk, E *pv) {
-    const uint32_t J = blockIdx.x, g = blockIdx.y;
+__device__ inline void unpack8(const uint4 &u, float (&f)[8]) {
+    const E *e = (const E *)&u;
+#pragma unroll
+    for (int i = 0; i < 8; i++) f[i] = to_float(e[i]);
+}
+
+constexpr int BS_POOL_THREADS = 128;
+constexpr int BS_POOL_BATCH = 8; /* rows loaded before they are summed */
+
+/* The pooled rows of one stored array (rows of W elements, W a multiple of 8, the array
+ * 16-byte aligned): pooled[J * W + w] = the mean of src[s * W + w] over the block's rows s,
+ * summed in double in ascending s (the CPU's order). One thread sums 8 consecutive elements
+ * of the row (one 16-byte load a row), BS_POOL_BATCH rows loaded before they are added, so
+ * a warp reads 512 contiguous bytes a row and a thread has 128 bytes in flight. */
+template <typename E>
+__device__ inline void bs_pool_rows(const E *src, uint32_t L, uint32_t W, uint32_t B, uint32_t J,
+                                    uint32_t w8, E *dst) {
+    if ((uint64_t)w8 * 8 >= W) return;
     const uint64_t s0 = (uint64_t)J * B;
     const uint32_t n = L - s0 < B ? (uint32_t)(L - s0) : B;
-    for (uint32_t d = threadIdx.x; d < D; d += blockDim.x) {
-        double acc = 0.0;
-        for (uint32_t i = 0; i < n; i++)
-            acc += (double)to_float(keys[((s0 + i) * Hkv + g) * D + d]);
-        pk[((size_t)J * Hkv + g) * D + d] = from_float<E>((float)(acc / (double)n));
+    const uint4 *p = (const uint4 *)(src + s0 * W) + w8;
+    const size_t stride = W / 8; /* 16-byte units a row */
+    double acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    uint32_t i = 0;
+    for (; i + BS_POOL_BATCH <= n; i += BS_POOL_BATCH) {
+        uint4 u[BS_POOL_BATCH];
+#pragma unroll
+        for (int b = 0; b < BS_POOL_BATCH; b++) u[b] = __ldg(p + (i + b) * stride);
+#pragma unroll
+        for (int b = 0; b < BS_POOL_BATCH; b++) {
+            float f[8];
+            unpack8<E>(u[b], f);
+#pragma unroll
+            for (int x = 0; x < 8; x++) acc[x] += (double)f[x];
+        }
     }
-    for (uint32_t d = threadIdx.x; d < DV; d += blockDim.x) {
-        double acc = 0.0;
-        for (uint32_t i = 0; i < n; i++)
-            acc += (double)to_float(values[((s0 + i) * Hkv + g) * DV + d]);
-        pv[((size_t)J * Hkv + g) * DV + d] = from_float<E>((float)(acc / (double)n));
+    for (; i < n; i++) {
+        float f[8];
+        unpack8<E>(__ldg(p + i * stride), f);
+#pragma unroll
+        for (int x = 0; x < 8; x++) acc[x] += (double)f[x];
     }
+    alignas(16) E o[8];
+#pragma unroll
+    for (int x = 0; x < 8; x++) o[x] = from_float<E>((float)(acc[x] / (double)n));
+    ((uint4 *)(dst + (size_t)J * W))[w8] = *(const uint4 *)o;
+}
+
+/* Grid (blocks, ceil(max(Wk, Wv) / 8 / BS_POOL_THREADS), 2): z = 0 the keys (Wk = Hkv x D
+ * elements a row), z = 1 the values (Wv = Hkv x DV). pk / pv: (J x Hkv + g) x D + d. */
+template <typename E>
+__global__ void __launch_bounds__(BS_POOL_THREADS)
+bs_pool_kernel(const E *keys, const E *values, uint32_t L, uint32_t Wk, uint32_t Wv,
+               uint32_t B, E *pk, E *pv) {
+    const uint32_t w8 = blockIdx.y * BS_POOL_THREADS + threadIdx.x;
+    if (blockIdx.z == 0)
+        bs_pool_rows<E>(keys, L, Wk, B, blockIdx.x, w8, pk);
+    else
+        bs_pool_rows<E>(values, L, Wv, B, blockIdx.x, w8, pv);
 }
 
 /* ---------------------------------------------------------------- block scores */
@@ -565,9 +609,12 @@ int launch_select(const sieve_bsp_params *p, const BspPlan &pl, const Geom &geo,
                   uint32_t *kc, int32_t *kl, bool score_wg, cudaStream_t s) {
     const sieve_attn_params *a = &p->attn;
     E *pk = (E *)(base + pl.o_pk), *pv = (E *)(base + pl.o_pv);
-    bs_pool_kernel<E><<<dim3(pl.nblocks, a->kv_heads), 128, 0, s>>>(
-        (const E *)keys, (const E *)values, a->n_keys, a->kv_heads, a->head_dim, a->v_dim,
-        p->block, pk, pv);
+    /* head_dim and v_dim are 64 or 128 (check_bsp_shape): rows of whole 16-byte units */
+    const uint32_t wk = a->kv_heads * a->head_dim, wv = a->kv_heads * a->v_dim;
+    const uint32_t wmax = wk > wv ? wk : wv;
+    const uint32_t gy = (wmax / 8 + BS_POOL_THREADS - 1) / BS_POOL_THREADS;
+    bs_pool_kernel<E><<<dim3(pl.nblocks, gy, 2), BS_POOL_THREADS, 0, s>>>(
+        (const E *)keys, (const E *)values, a->n_keys, wk, wv, p->block, pk, pv);
     SIEVE_CUDA_LAUNCH_CHECK();
     const float scale = a->scale != 0.f ? a->scale : 1.f / sqrtf((float)a->head_dim);
     ScoreArgs sa{q, pk, geo, a->q_heads, a->kv_heads, pl.at.R,
