@@ -23,8 +23,10 @@
  * warps in shared memory (32 columns at a time in registers: two CTAs an SM);
  * row passes after the first merge into the (max, sum) already written. Output: (m_J, S_J)
  * for every visible block J, so E_J = S_J 2^(m_J - M) with M = max m_J. On compute
- * capability 9.0 with D = 128 the same passes run on wgmma with the queries in shared memory
- * (bs_score_wg_kernel; SIEVE_CUDA_BSP_SCORE=mma keeps the mma.sync kernel).
+ * capability 9.0 with D = 128 the scores run transposed on wgmma (bs_score_wg_kernel: the
+ * pooled keys as the A operand, passes of 128 query rows as B, so a block's maximum and sum
+ * over a pass stay in one thread and its quad, no exchange between warps);
+ * SIEVE_CUDA_BSP_SCORE=mma keeps the mma.sync kernel.
  *
  * Select. One CTA a (tile, kv head): M and max E_J by block reductions, then every visible
  * block in order, 256 at a time: kept (forced, or E_J >= alpha max E) or corrected (a full
@@ -328,19 +330,116 @@ bs_score_kernel(ScoreArgs a) {
     }
 }
 
-/* The block scores on wgmma (compute capability 9.0, D = 128, unless SIEVE_CUDA_BSP_SCORE=mma):
- * the same passes of 256 rows, chunks of 64 pooled keys and reductions as bs_score_kernel,
- * the rows' queries in shared memory and each warpgroup's 128 rows as two m64 blocks of
- * S = Q K^T (eight m64n64k16 each, both operands K-major with the 128-byte swizzle).
- * Accumulator 4j + 2i + e of block mb: row 16 wq + gq + 8i of the block, column 8j + 2tq + e
- * of the chunk, as mma.sync's. */
+/* Block scores on wgmma, transposed (compute capability 9.0, D = 128): S^T = Kbar Q^T, the
+ * chunk's 64 pooled keys the A operand (M = 64) and a pass of 128 query rows the B operand
+ * (N = 128), both K-major with the 128-byte swizzle. A thread's accumulators hold two pooled
+ * keys (rows 16 wq + gq and + 8) against 32 query rows each (columns 8j + 2tq + e), so a
+ * block's maximum and sum over the pass's rows take 32 steps in the thread and two shuffles
+ * (the lanes of one gq), with no exchange between warps. The two warpgroups take alternate
+ * chunks (chunk c on warpgroup c % 2, so a block's (max, sum) is merged over the passes by
+ * one thread), each with its own two chunk buffers and named barrier; two CTAs an SM. The
+ * copies are strength-reduced: a thread's pieces of a chunk (or of the pass's queries) are
+ * rows 8 (16) apart, at one swizzle position, so each copy is an add to the last.
+ * At 128K (GQA 32/8, blocks of 128) it took 1.97-1.98 ms under Nsight Compute against
+ * 2.79-2.82 for the kernel before (queries as A, each 64-key column reduced by shuffles
+ * across 8 lanes and merged across warps in shared memory): 9.7 instructions issued a score
+ * instead of 17.6. A form with the tile's 512 query rows resident (one CTA an SM), each
+ * chunk read once for four passes and the next pass's wgmma during this one's reduction,
+ * took 2.00-2.04 ms and was not kept. */
 struct ScoreWgSmem {
-    static constexpr uint32_t HALF = 64 * 64 * 2;                    /* 64 rows x 64 columns */
-    static constexpr uint32_t Q = BS_SCORE_THREADS / 64 * 2 * HALF;  /* 256 rows: 64 KB */
-    static constexpr uint32_t CHUNK = BS_COLS / 64 * 2 * HALF;       /* 64 keys: 16 KB */
-    static constexpr uint32_t RED = Q + 2 * CHUNK;
-    static constexpr uint32_t BYTES = RED + 2 * 8 * BS_COLS * 4 + 1024; /* + alignment slack */
+    static constexpr uint32_t QROWS = 128;                 /* query rows a pass */
+    static constexpr uint32_t QHALF = QROWS * 128;         /* 128 rows x 64 columns: 16 KB */
+    static constexpr uint32_t Q = 2 * QHALF;               /* the pass's queries: 32 KB */
+    static constexpr uint32_t KHALF = BS_COLS * 128;       /* 64 keys x 64 columns: 8 KB */
+    static constexpr uint32_t CHUNK = 2 * KHALF;           /* 16 KB */
+    static constexpr uint32_t BYTES = Q + 2 * 2 * CHUNK + 1024; /* + alignment slack */
 };
+
+/* Two pooled keys' (max, sum) over the pass's columns from the thread's N raw scores of each,
+ * x[k][..] (N a multiple of 4; past the tile -inf, or +inf with NEG), completed over the
+ * keys' 4 lanes (tq): the maximum of x c is c times the largest x (the smallest with NEG:
+ * c < 0), as rounding is monotonic, and each term 2^(x c - max) takes one FMA. The two keys
+ * go side by side (eight independent chains a step) to hide the latencies. */
+template <int N, bool NEG>
+__device__ inline void bs_rows_reduce(const float (&x)[2][N], float c, float2 (&r)[2]) {
+    auto pick = [](float p, float q) { return NEG ? fminf(p, q) : fmaxf(p, q); };
+    float m[2][4];
+#pragma unroll
+    for (int k = 0; k < 2; k++)
+#pragma unroll
+        for (int u = 0; u < 4; u++) m[k][u] = x[k][u];
+#pragma unroll
+    for (int i = 4; i < N; i += 4)
+#pragma unroll
+        for (int k = 0; k < 2; k++)
+#pragma unroll
+            for (int u = 0; u < 4; u++) m[k][u] = pick(m[k][u], x[k][i + u]);
+    float mk[2], nb[2];
+#pragma unroll
+    for (int k = 0; k < 2; k++) mk[k] = pick(pick(m[k][0], m[k][1]), pick(m[k][2], m[k][3]));
+#pragma unroll
+    for (int k = 0; k < 2; k++) mk[k] = pick(mk[k], __shfl_xor_sync(0xffffffffu, mk[k], 1));
+#pragma unroll
+    for (int k = 0; k < 2; k++) mk[k] = pick(mk[k], __shfl_xor_sync(0xffffffffu, mk[k], 2));
+#pragma unroll
+    for (int k = 0; k < 2; k++) {
+        mk[k] *= c; /* -inf when every column is past the tile */
+        nb[k] = mk[k] == -INFINITY ? 0.f : -mk[k];
+    }
+    float sm[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};
+#pragma unroll
+    for (int i = 0; i < N; i += 4)
+#pragma unroll
+        for (int k = 0; k < 2; k++)
+#pragma unroll
+            for (int u = 0; u < 4; u++) sm[k][u] += fast_exp2(fmaf(x[k][i + u], c, nb[k]));
+    float sum[2];
+#pragma unroll
+    for (int k = 0; k < 2; k++) sum[k] = (sm[k][0] + sm[k][1]) + (sm[k][2] + sm[k][3]);
+#pragma unroll
+    for (int k = 0; k < 2; k++) sum[k] += __shfl_xor_sync(0xffffffffu, sum[k], 1);
+#pragma unroll
+    for (int k = 0; k < 2; k++) sum[k] += __shfl_xor_sync(0xffffffffu, sum[k], 2);
+#pragma unroll
+    for (int k = 0; k < 2; k++) r[k] = make_float2(mk[k], sum[k]);
+}
+
+/* A thread's two pooled keys of a chunk (J0 and J0 + 8) from its accumulators acc: each
+ * key's (max, sum) over the pass's columns (scaled by c, negative with NEG; with MASK,
+ * columns at or past lim left out), merged with the earlier passes' (max, sum) in out
+ * (r0 > 0) by the lane of tq 0. */
+template <bool MASK, bool NEG>
+__device__ inline void bs_wg_store(const float (&acc)[64], float c, uint32_t lim, uint32_t tq,
+                                   uint64_t J0, uint32_t nI, uint32_t r0, float2 *out) {
+    float x[2][32];
+#pragma unroll
+    for (int i = 0; i < 2; i++)
+#pragma unroll
+        for (int j = 0; j < 16; j++)
+#pragma unroll
+            for (int e = 0; e < 2; e++) {
+                const bool past = MASK && 8u * j + 2u * tq + e >= lim;
+                x[i][2 * j + e] = past ? (NEG ? INFINITY : -INFINITY) : acc[4 * j + 2 * i + e];
+            }
+    float2 rr[2];
+    bs_rows_reduce<32, NEG>(x, c, rr);
+#pragma unroll
+    for (int i = 0; i < 2; i++) {
+        const float2 r = rr[i];
+        const uint64_t J = J0 + 8 * i;
+        if (tq == 0 && J < nI) {
+            float m = r.x, sum = r.y;
+            if (r0 > 0) { /* merge with the earlier passes' (max, sum) */
+                const float2 o = out[J];
+                const float M = fmaxf(o.x, m);
+                const float Mb = M == -INFINITY ? 0.f : M;
+                sum = o.y * exp2f(o.x - Mb) + sum * exp2f(m - Mb);
+                m = M;
+            }
+            out[J] = make_float2(m, sum);
+        }
+    }
+}
 
 template <typename E>
 __global__ void __launch_bounds__(BS_SCORE_THREADS, 2)
@@ -350,10 +449,8 @@ bs_score_wg_kernel(const __grid_constant__ ScoreArgs a) {
     constexpr uint32_t D = 128;
     extern __shared__ unsigned char bs_wg_raw[];
     unsigned char *sm = bs_wg_raw + ((1024u - (smem_u32(bs_wg_raw) & 1023u)) & 1023u);
-    float(*red_m)[BS_COLS] = (float(*)[BS_COLS])(sm + SM::RED);
-    float(*red_s)[BS_COLS] = (float(*)[BS_COLS])(sm + SM::RED + 8 * BS_COLS * 4);
     const uint32_t tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, wg = warp >> 2;
-    const uint32_t wq = warp & 3, gq = lane >> 2, tq = lane & 3;
+    const uint32_t wq = warp & 3, gq = lane >> 2, tq = lane & 3, wt = tid & 127;
     const uint32_t I = a.geo.tiles - 1 - blockIdx.x, kvh = blockIdx.y;
     const uint32_t nI = a.geo.visible(I), ntok = a.geo.ntok(I);
     const uint32_t rows = ntok * a.R;
@@ -361,75 +458,100 @@ bs_score_wg_kernel(const __grid_constant__ ScoreArgs a) {
     const E *pbase = (const E *)a.pk + (size_t)kvh * D;
     const size_t pstride = (size_t)a.Hkv * D;
     const uint32_t nchunks = (nI + BS_COLS - 1) / BS_COLS;
-    /* row n of a 64-row, 128-column tile at t: its 16-byte chunk c (two 64-column halves) */
-    auto sw = [](uint32_t n, uint32_t c) {
-        return (c >> 3) * SM::HALF + sw_off<64>(n, c & 7);
-    };
-    auto load_chunk = [&](uint32_t c, int buf) {
-        unsigned char *dst = sm + SM::Q + buf * SM::CHUNK;
-        for (uint32_t i = tid; i < (uint32_t)(BS_COLS * 16); i += BS_SCORE_THREADS) {
-            const uint32_t n = i >> 4, k = i & 15;
-            const uint64_t J = (uint64_t)c * BS_COLS + n;
-            const bool ok = J < nI;
-            const E *src = ok ? pbase + J * pstride + k * 8 : pbase;
-            cp_async16(dst + sw(n, k), src, ok ? 16 : 0);
+    /* this warpgroup's chunks: wg, wg + 2, ... */
+    const uint32_t mine = nchunks > wg ? (nchunks - wg + 1) / 2 : 0;
+    unsigned char *bufs = sm + SM::Q + wg * 2 * SM::CHUNK;
+    /* chunk c into buffer b by the warpgroup's 128 threads: 64 keys x 16 pieces of 16 bytes;
+     * the thread's piece k of keys n0 + 8x (x < 8) all at one swizzle position */
+    const uint32_t n0 = wt >> 4, kp = wt & 15;
+    const uint32_t kdst = smem_u32(bufs) + (kp >> 3) * SM::KHALF + sw_off<64>(n0, kp & 7);
+    const E *ksrc = pbase + (size_t)n0 * pstride + kp * 8;
+    auto load_chunk = [&](uint32_t c, uint32_t b) {
+        const int left = (int)(nI - c * BS_COLS - n0); /* key n0 + 8x exists when 8x < left */
+        const E *src = ksrc + (size_t)c * BS_COLS * pstride;
+        const uint32_t dst = kdst + b * SM::CHUNK;
+#pragma unroll
+        for (int x = 0; x < 8; x++) {
+            const bool ok = 8 * x < left;
+            cp_async16_at<0, 0>(dst + x * 1024, ok ? src : pbase, ok ? 16 : 0);
+            src += 8 * pstride;
         }
-        cp_async_commit();
     };
+    const uint32_t rq = tid >> 4, kq = tid & 15, d16 = 16 / a.R, m16 = 16 % a.R;
+    /* the tile's first token, kv head kvh's first query head, the thread's piece */
+    const E *qtile =
+        (const E *)a.q + ((size_t)I * a.geo.B * a.Hq + (size_t)kvh * a.R) * D + kq * 8;
+    const uint64_t qdesc0 = sw128_desc(sm), kdesc0 = sw128_desc(bufs);
+    const float c = a.scale_log2;
 
-    for (uint32_t r0 = 0; r0 < rows; r0 += BS_SCORE_THREADS) {
-        /* the pass's 256 query rows (zeros past the tile): 64-row blocks of 16 KB */
-        for (uint32_t i = tid; i < (uint32_t)(BS_SCORE_THREADS * 16); i += BS_SCORE_THREADS) {
-            const uint32_t rl = i >> 4, k = i & 15, r = r0 + rl;
-            const bool ok = r < rows;
-            const E *src = (const E *)a.q;
-            if (ok) {
-                const uint32_t t = I * a.geo.B + r / a.R, h = kvh * a.R + r % a.R;
-                src += ((size_t)t * a.Hq + h) * D + k * 8;
+    for (uint32_t r0 = 0; r0 < rows; r0 += SM::QROWS) {
+        __syncthreads(); /* the queries' and chunks' buffers free (the pass before done) */
+        /* the pass's 128 query rows (zeros past the tile): [k half][row][128 bytes]; the
+         * thread's piece kq of rows rq + 16x (x < 8), row r = token r / R, head r % R */
+        {
+            uint32_t r = r0 + rq, tok = r / a.R, hh = r - tok * a.R;
+            const uint32_t qdst = smem_u32(sm) + (kq >> 3) * SM::QHALF + sw_off<64>(rq, kq & 7);
+#pragma unroll
+            for (int x = 0; x < 8; x++) {
+                const bool ok = r < rows;
+                const E *src = ok ? qtile + ((size_t)tok * a.Hq + hh) * D : qtile;
+                cp_async16_at<0, 0>(qdst + x * 2048, src, ok ? 16 : 0);
+                r += 16;
+                tok += d16;
+                hh += m16;
+                if (hh >= a.R) {
+                    hh -= a.R;
+                    tok++;
+                }
             }
-            cp_async16(sm + (rl >> 6) * (2 * SM::HALF) + sw(rl & 63, k), src, ok ? 16 : 0);
         }
-        bool valid[2][2];
-#pragma unroll
-        for (int mb = 0; mb < 2; mb++)
-#pragma unroll
-            for (int i = 0; i < 2; i++)
-                valid[mb][i] = r0 + wg * 128 + mb * 64 + wq * 16 + gq + 8 * i < rows;
-        load_chunk(0, 0); /* one group with the queries */
-        for (uint32_t c = 0; c < nchunks; c++) {
-            if (c + 1 < nchunks) {
-                load_chunk(c + 1, (c + 1) & 1);
-                cp_async_wait<1>();
-            } else {
+        if (mine > 0) load_chunk(wg, 0);
+        cp_async_commit();
+        cp_async_wait<0>();
+        fence_proxy_async_smem();
+        __syncthreads(); /* the queries and each warpgroup's first chunk landed */
+        const uint32_t lim = rows - r0; /* columns at or past lim are past the tile */
+        const bool full = lim >= SM::QROWS;
+        for (uint32_t t = 0; t < mine; t++) {
+            if (t > 0) {
                 cp_async_wait<0>();
+                fence_proxy_async_smem();
+                /* chunk t landed; chunk t - 1's buffer free (ids by constant: one a warpgroup) */
+                if (wg == 0)
+                    named_bar_sync(1, 128);
+                else
+                    named_bar_sync(2, 128);
             }
-            fence_proxy_async_smem();
-            __syncthreads();
-            const unsigned char *kc = sm + SM::Q + (c & 1) * SM::CHUNK;
-            float s[2][32];
-            uint64_t dq[2][8], dk[8];
-#pragma unroll
-            for (int kk = 0; kk < 8; kk++) {
-                const uint32_t off = (kk >> 2) * SM::HALF + (kk & 3) * 32;
-                dk[kk] = sw128_desc(kc + off);
-#pragma unroll
-                for (int mb = 0; mb < 2; mb++)
-                    dq[mb][kk] = sw128_desc(sm + (wg * 2 + mb) * (2 * SM::HALF) + off);
+            if (t + 1 < mine) {
+                load_chunk(wg + 2 * (t + 1), (t + 1) & 1);
+                cp_async_commit();
             }
+            float acc[64];
+            const uint32_t ku = (t & 1) * (SM::CHUNK >> 4);
             wgmma_fence();
 #pragma unroll
-            for (int mb = 0; mb < 2; mb++) {
-                WgmmaOp<E, BS_COLS>::run_zero(s[mb], dq[mb][0], dk[0]);
-#pragma unroll
-                for (int kk = 1; kk < 8; kk++)
-                    WgmmaOp<E, BS_COLS>::run_acc(s[mb], dq[mb][kk], dk[kk]);
+            for (int kk = 0; kk < 8; kk++) {
+                const uint32_t o = ((kk >> 2) * SM::KHALF + (kk & 3) * 32) >> 4;
+                const uint32_t oq = ((kk >> 2) * SM::QHALF + (kk & 3) * 32) >> 4;
+                if (kk == 0)
+                    WgmmaOp<E, 128>::run_zero(acc, desc_add(kdesc0, ku + o), desc_add(qdesc0, oq));
+                else
+                    WgmmaOp<E, 128>::run_acc(acc, desc_add(kdesc0, ku + o), desc_add(qdesc0, oq));
             }
             wgmma_commit();
             wgmma_wait<0>();
-            bs_scale_reduce<8>(s, valid, a.scale_log2, gq, tq, warp, 0, red_m, red_s);
-            __syncthreads();
-            bs_merge_chunk(tid, c, nI, r0, out, red_m, red_s);
-            __syncthreads(); /* the partials and the chunk's buffer free for the next chunk */
+            const uint64_t J0 = (uint64_t)(wg + 2 * t) * BS_COLS + 16 * wq + gq;
+            if (c > 0.f) {
+                if (full)
+                    bs_wg_store<false, false>(acc, c, lim, tq, J0, nI, r0, out);
+                else
+                    bs_wg_store<true, false>(acc, c, lim, tq, J0, nI, r0, out);
+            } else {
+                if (full)
+                    bs_wg_store<false, true>(acc, c, lim, tq, J0, nI, r0, out);
+                else
+                    bs_wg_store<true, true>(acc, c, lim, tq, J0, nI, r0, out);
+            }
         }
     }
 #else
@@ -678,8 +800,9 @@ int run_bsp(sieve__cuda_ctx *c, const sieve_bsp_params *p, const void *q, const 
     const Geom geo{a->n_queries, a->n_keys, a->pos0, p->block, pl.tiles};
 
     SIEVE_CUDA_TRY(cudaEventRecord(ev.e[0], s));
-    /* the block scores on wgmma on compute capability 9.0 with D = 128 (0.25-0.28 ms less at
-     * 128K); SIEVE_CUDA_BSP_SCORE=mma keeps the mma.sync kernel */
+    /* the block scores on wgmma on compute capability 9.0 with D = 128 (the transposed
+     * kernel: at 128K the selection 2.4 -> 1.7 ms); SIEVE_CUDA_BSP_SCORE=mma keeps the
+     * mma.sync kernel */
     const char *es = getenv("SIEVE_CUDA_BSP_SCORE");
     const bool score_wg = c->prop.major == 9 && c->prop.minor == 0 && a->head_dim == 128 &&
                           !(es && !strcmp(es, "mma"));
