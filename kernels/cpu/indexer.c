@@ -1,29 +1,27 @@
 /* indexer.c (cpu): the CPU backend of the sparse-attention indexer top-k.
- * Owns: the indexer's one scorer (BLAS dots per head, the ReLU-weighted fold over the heads),
+ * Owns: the indexer's one scorer (float32 dots per head, the ReLU-weighted fold over the heads),
  * the fixed key-block grid, the sample-guided fused path (sample, proposed boundary, one
  * gated pass into a candidate buffer, certification, whole-row recovery) and the
  * materialize-then-select path, per-worker buffers and statistics.
  * Must not: score other than through score_keys (bit-identity between the two paths depends
  * on it), keep state between calls, write the caller's arrays outside their shapes.
  *
- * Scores. For query t (heads H, head_dim D) and a block of keys, one BLAS call computes the
- * H x BLOCK dots S = Q_t K_block^T (cblas_sgemm, or cblas_sgemv when H == 1), and
+ * Scores. For query t (heads H, head_dim D) and a block of keys, the H x BLOCK dots
+ * S = Q_t K_block^T are each one float32 sum over d = 0 .. D-1 in index order (the block
+ * transposed so that the loop over keys is the inner one and vectorises), and
  *     score[s] = fold over h = 0 .. H-1 of acc = fmaf(w[t,h], fmaxf(0, S[h][s]), acc),
  * starting from acc = +0.0f, is the CPU's score. Scores are canonical: NaN becomes -inf (it
  * ranks last) and -0 becomes +0, so the float order, the candidates' integer order
  * (sieve__cpu_cand) and the contract's order (score descending, index ascending) agree.
  *
- * Determinism. Keys are cut into a fixed grid of BLOCK-key blocks starting at key 0, and
- * every block is scored by one call of the same shape (M = H, N = BLOCK, K = D), whatever
- * the path: a block that is short (the query's last visible keys) is padded with zero keys
- * and the padding's scores are dropped (OpenBLAS computes short calls with other kernels,
- * in another summation order; see score.c). Full float32 blocks are read in place, every
- * other block from a float32 copy (sieve_convert_to_f32, exact), and that choice depends
- * only on the block and the query's visible count. So the fused path, its recoveries and
- * the materialized path compute bit-identical scores for every key. The sample's keys are
- * gathered into a block of the same shape; they land at other column positions and may
- * differ from the pass's scores in the last bit, which cannot matter: the sample only
- * proposes the boundary, and certification uses the pass's own scores.
+ * Determinism. Every key's score is the same arithmetic on its own row, wherever the key
+ * lies, so identical keys score identically and every path (fused, its recoveries,
+ * materialized, the sample) computes bit-identical scores for every key. (The dots were
+ * once one cblas_sgemm a block; OpenBLAS's kernels on some CPUs, seen on AMD EPYC with
+ * 0.3.21, sum different columns of one call in different orders, so 300 identical keys
+ * scored differently at positions 8 and 248 and ties were not broken by index.) Keys are
+ * cut into a fixed grid of BLOCK-key blocks starting at key 0; full float32 blocks are read
+ * in place, every other block from a float32 copy (sieve_convert_to_f32, exact).
  *
  * Per query t, with v = sieve_indexer_visible(p, t) keys visible:
  *  materialized: score the v keys into a per-worker row, keep the min(k, v) best (the
@@ -53,14 +51,13 @@
  *
  * Threads: queries are claimed dynamically by dev->threads workers (sieve__cpu_run); each
  * worker owns its buffers (query copy, key block, dots, a v-entry row and its sort buffer)
- * and its statistics, merged after the run. OpenBLAS runs single-threaded. Statistics:
+ * and its statistics, merged after the run. Statistics:
  * ms_total is the call's wall time; the phases of different queries overlap on the
  * workers, so ms_sample, ms_scan (scoring for the answer: the gated pass, or the whole
  * row on the direct and materialized paths), ms_select and ms_recover (rescoring and
  * selecting recovered rows) are wall times summed over the workers.
  */
 #define _POSIX_C_SOURCE 200809L
-#include <cblas.h>
 #include <limits.h>
 #include <math.h>
 #include <stdatomic.h>
@@ -69,15 +66,16 @@
 
 #include "cpu_internal.h"
 
-#define BLOCK 256u            /* keys per BLAS call (the fixed grid) */
+#define BLOCK 256u            /* keys a block (the fixed grid) */
 #define MAX_WORKERS 256u
 #define DEFAULT_SAMPLE 4096u  /* default sample keys: max(DEFAULT_SAMPLE, 4k) */
 
 /* One worker's buffers. */
 typedef struct wbuf {
     float *qf;     /* H x D: the query converted to float32 (non-float32 dtypes) */
-    float *xbuf;   /* BLOCK x D: a converted, padded or gathered key block */
+    float *xbuf;   /* BLOCK x D: a converted or gathered key block */
     float *dots;   /* H x BLOCK: the block's dot products */
+    float *kt;     /* D x BLOCK: the block transposed */
     float *blk;    /* BLOCK: the block's scores */
     uint64_t *row; /* max visible entries: candidates, sample or whole row */
     uint64_t *tmp; /* as many: the sort buffer */
@@ -100,18 +98,24 @@ typedef struct ictx {
 
 /* ---------------------------------------------------------------- the scorer */
 
-/* The one scorer: out[j] = the canonical score of key row j of kb (BLOCK x D float32, every
- * row initialised; rows n .. BLOCK-1 are computed and dropped) for the query qf (H x D) with
- * head weights wt. */
-static void score_keys(const ictx *c, const float *qf, const float *wt, const float *kb,
-                       uint32_t n, float *dots, float *out) {
+/* The one scorer: out[j] = the canonical score of key row j < n of kb (BLOCK x D float32)
+ * for the query qf (H x D) with head weights wt; b's dots and kt are its work space. */
+static void score_keys(const ictx *c, wbuf *b, const float *qf, const float *wt,
+                       const float *kb, uint32_t n, float *out) {
     const uint32_t H = c->H, D = c->D;
-    if (H == 1)
-        cblas_sgemv(CblasRowMajor, CblasNoTrans, (int)BLOCK, (int)D, 1.0f, kb, (int)D, qf, 1,
-                    0.0f, dots, 1);
-    else
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)H, (int)BLOCK, (int)D, 1.0f,
-                    qf, (int)D, kb, (int)D, 0.0f, dots, (int)BLOCK);
+    float *dots = b->dots, *kt = b->kt;
+    for (uint32_t j = 0; j < n; j++)
+        for (uint32_t d = 0; d < D; d++) kt[(size_t)d * BLOCK + j] = kb[(size_t)j * D + d];
+    for (uint32_t h = 0; h < H; h++) { /* dots[h][j]: d ascending, one accumulator */
+        float *dh = dots + (size_t)h * BLOCK;
+        const float *qh = qf + (size_t)h * D;
+        for (uint32_t j = 0; j < n; j++) dh[j] = 0.0f;
+        for (uint32_t d = 0; d < D; d++) {
+            const float qd = qh[d];
+            const float *kd = kt + (size_t)d * BLOCK;
+            for (uint32_t j = 0; j < n; j++) dh[j] += qd * kd[j];
+        }
+    }
     for (uint32_t j = 0; j < n; j++) out[j] = 0.0f;
     for (uint32_t h = 0; h < H; h++) { /* per key: heads in index order */
         const float wh = wt[h];
@@ -126,7 +130,7 @@ static void score_keys(const ictx *c, const float *qf, const float *wt, const fl
 }
 
 /* Scores keys [s0, s0 + n) of the grid block starting at s0 (s0 a multiple of BLOCK,
- * n <= BLOCK, the rest of the block padded with zero keys) into out[0 .. n). */
+ * n <= BLOCK) into out[0 .. n). */
 static void score_block(const ictx *c, wbuf *b, const float *qf, const float *wt, uint64_t s0,
                         uint32_t n, float *out) {
     const size_t D = c->D;
@@ -136,10 +140,9 @@ static void score_block(const ictx *c, wbuf *b, const float *qf, const float *wt
     } else {
         sieve_convert_to_f32(c->p->dtype, (const char *)c->keys + s0 * D * c->esz, b->xbuf,
                              (size_t)n * D);
-        memset(b->xbuf + (size_t)n * D, 0, (size_t)(BLOCK - n) * D * sizeof(float));
         kb = b->xbuf;
     }
-    score_keys(c, qf, wt, kb, n, b->dots, out);
+    score_keys(c, b, qf, wt, kb, n, out);
 }
 
 /* Scores the first v keys into row (candidates: score and key index). */
@@ -168,8 +171,7 @@ static void score_sample(const ictx *c, wbuf *b, const float *qf, const float *w
             sieve_convert_to_f32(c->p->dtype, (const char *)c->keys + s * D * c->esz,
                                  b->xbuf + (size_t)i * D, D);
         }
-        memset(b->xbuf + (size_t)n * D, 0, (size_t)(BLOCK - n) * D * sizeof(float));
-        score_keys(c, qf, wt, b->xbuf, n, b->dots, b->blk);
+        score_keys(c, b, qf, wt, b->xbuf, n, b->blk);
         for (uint32_t i = 0; i < n; i++) b->row[j0 + i] = sieve__cpu_cand(b->blk[i], j0 + i);
     }
 }
@@ -306,7 +308,7 @@ static void query_worker(void *vc, uint32_t worker) {
 
 
 int sieve__cpu_indexer_supported(const sieve_indexer_params *p) {
-    /* BLAS takes int sizes */
+    /* the blocks' sizes stay within int (as when a BLAS call scored them) */
     return p->heads > INT_MAX / BLOCK || p->head_dim > INT_MAX / BLOCK ? SIEVE_ENOTSUP : 0;
 }
 
@@ -323,12 +325,13 @@ int sieve__cpu_indexer_topk(const sieve_device *dev, const sieve_indexer_params 
     if (W > MAX_WORKERS) W = MAX_WORKERS;
     /* visible counts rise with t: the last query sees the most */
     const uint32_t max_v = sieve_indexer_visible(p, T - 1);
-    size_t per = 0, o_qf, o_x, o_d, o_b, o_r, o_t;
+    size_t per = 0, o_qf, o_x, o_d, o_k, o_b, o_r, o_t;
     const size_t H = p->heads, D = p->head_dim;
     int ok = sieve__cpu_region(&per, &o_qf, p->dtype == SIEVE_DTYPE_F32 ? 0 : H * D,
                                sizeof(float)) &&
              sieve__cpu_region(&per, &o_x, (size_t)BLOCK * D, sizeof(float)) &&
              sieve__cpu_region(&per, &o_d, H * BLOCK, sizeof(float)) &&
+             sieve__cpu_region(&per, &o_k, D * BLOCK, sizeof(float)) &&
              sieve__cpu_region(&per, &o_b, BLOCK, sizeof(float)) &&
              sieve__cpu_region(&per, &o_r, max_v, sizeof(uint64_t)) &&
              sieve__cpu_region(&per, &o_t, max_v, sizeof(uint64_t));
@@ -346,10 +349,10 @@ int sieve__cpu_indexer_topk(const sieve_device *dev, const sieve_indexer_params 
     for (uint32_t i = 0; i < W; i++) {
         char *m = base + (size_t)i * per;
         bufs[i] = (wbuf){(float *)(void *)(m + o_qf), (float *)(void *)(m + o_x),
-                         (float *)(void *)(m + o_d), (float *)(void *)(m + o_b),
-                         (uint64_t *)(void *)(m + o_r), (uint64_t *)(void *)(m + o_t)};
+                         (float *)(void *)(m + o_d), (float *)(void *)(m + o_k),
+                         (float *)(void *)(m + o_b), (uint64_t *)(void *)(m + o_r),
+                         (uint64_t *)(void *)(m + o_t)};
     }
-    sieve__cpu_blas_single_thread();
 
     ictx c;
     memset(&c, 0, sizeof c);
