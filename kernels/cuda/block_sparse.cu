@@ -47,7 +47,7 @@ using namespace sieve_cuda;
 
 namespace {
 
-constexpr int BS_SCORE_THREADS = 256; /* 8 warps, 32 rows each: 256 rows a pass */
+constexpr int BS_SCORE_THREADS = 256; /* 8 warps (mma.sync kernel: 256 rows a pass) */
 constexpr int BS_COLS = 64;           /* pooled keys a chunk */
 constexpr int BS_SELECT_THREADS = 256;
 
@@ -141,7 +141,8 @@ __device__ inline void bs_pool_rows(const E *src, uint32_t L, uint32_t W, uint32
 }
 
 /* Grid (blocks, ceil(max(Wk, Wv) / 8 / BS_POOL_THREADS), 2): z = 0 the keys (Wk = Hkv x D
- * elements a row), z = 1 the values (Wv = Hkv x DV). pk / pv: (J x Hkv + g) x D + d. */
+ * elements a row), z = 1 the values (Wv = Hkv x DV). pk: (J x Hkv + g) x D + d, pv:
+ * (J x Hkv + g) x DV + d. */
 template <typename E>
 __global__ void __launch_bounds__(BS_POOL_THREADS)
 bs_pool_kernel(const E *keys, const E *values, uint32_t L, uint32_t Wk, uint32_t Wv,

@@ -386,10 +386,12 @@ Test(block_sparse_cuda, many_pooled_rows) {
  * capability 9.0 at D = 128, set so the cases keep it): blocks of 64 and
  * 128, tiles starting mid-block, one query head a kv head (the second warpgroup of every CTA
  * without rows), three (a tile's second CTA half full), one token, fewer keys than a block,
- * alpha 1 and 0, a negative scale with pooled rows (the kernel negates the queries), many
- * pooled rows; over 256 visible blocks (five chunks of 64 pooled keys: the block-score
- * kernel's two buffers a warpgroup refilled), with two query passes and with a partial
- * second pass and a negative scale; the attention kernel's rings (SIEVE_CUDA_WG_RING) spread
+ * alpha 1 and 0, a negative scale with pooled rows (the attention kernel negates the
+ * queries; the block scores take the smallest raw score), many pooled rows; over 320
+ * visible blocks (six chunks of 64 pooled keys or more: both warpgroups of the block-score
+ * kernel refill their two buffers), with two query passes and with a partial second pass
+ * and a negative scale; 20 query heads a kv head (a tile's rows in seven passes of the block
+ * scores, the last partial); the attention kernel's rings (SIEVE_CUDA_WG_RING) spread
  * over the cases. One test a case (they run in parallel). Compute capability 9.0 only;
  * elsewhere the same cases run on the mma.sync kernels. */
 static const bcase WG_CASES[] = {
@@ -402,8 +404,9 @@ static const bcase WG_CASES[] = {
     {SIEVE_DTYPE_BF16, 512, 8, 2, 128, 128, 1500, 988, 64, 1.0f, 0, 0, 2.0f, 0.0f},
     {SIEVE_DTYPE_F16, 256, 8, 2, 128, 128, 800, 544, 128, 0.0f, 0, 0, 1.0f, 0.0f},
     {SIEVE_DTYPE_BF16, 300, 16, 4, 128, 128, 1200, 900, 64, 0.2f, 1, 1, 1.0f, -0.08f},
-    {SIEVE_DTYPE_BF16, 128, 16, 4, 128, 128, 20000, 19872, 64, 0.1f, 1, 2, 1.0f, 0.0f},
-    {SIEVE_DTYPE_F16, 100, 12, 4, 128, 128, 17000, 16900, 64, 0.2f, 1, 1, 1.0f, -0.09f},
+    {SIEVE_DTYPE_BF16, 128, 16, 4, 128, 128, 21000, 20872, 64, 0.1f, 1, 2, 1.0f, 0.0f},
+    {SIEVE_DTYPE_F16, 100, 12, 4, 128, 128, 23000, 22900, 64, 0.2f, 1, 1, 1.0f, -0.09f},
+    {SIEVE_DTYPE_BF16, 40, 40, 2, 128, 128, 3000, 2960, 64, 0.2f, 1, 1, 1.0f, 0.0f},
 };
 static const char *const WG_RING_NAMES[] = {"5x2", "6x2", "6x3"};
 
@@ -433,6 +436,7 @@ WG_CASE_TEST(7)
 WG_CASE_TEST(8)
 WG_CASE_TEST(9)
 WG_CASE_TEST(10)
+WG_CASE_TEST(11)
 
 Test(block_sparse_cuda, wgmma_kernel_many_pooled) {
     SKIP_WITHOUT_GPU();
