@@ -215,6 +215,15 @@ __device__ inline void bs_scale_reduce(const float (&s)[2][4 * NJ], const bool (
         }
 }
 
+/* A block's (m, sum) of this pass merged with the earlier passes' (max, sum) o, base-2
+ * exponents relative to each maximum (-inf: no rows yet). */
+__device__ inline void bs_merge_pass(float2 o, float &m, float &sum) {
+    const float M = fmaxf(o.x, m);
+    const float Mb = M == -INFINITY ? 0.f : M;
+    sum = o.y * exp2f(o.x - Mb) + sum * exp2f(m - Mb);
+    m = M;
+}
+
 /* The chunk's columns merged over the 8 warps (threads 0 .. 63, a column each) and with the
  * earlier row passes' (max, sum) of the same blocks: out[J] = (m_J, S_J). */
 __device__ inline void bs_merge_chunk(uint32_t tid, uint32_t c, uint32_t nI, uint32_t r0,
@@ -231,13 +240,7 @@ __device__ inline void bs_merge_chunk(uint32_t tid, uint32_t c, uint32_t nI, uin
 #pragma unroll
             for (int w = 0; w < 8; w++) sum += red_s[w][tid] * exp2f(red_m[w][tid] - mb0);
             if (m == -INFINITY) sum = 0.f;
-            if (r0 > 0) { /* merge with the earlier passes' (max, sum) */
-                const float2 o = out[J];
-                const float M = fmaxf(o.x, m);
-                const float Mb = M == -INFINITY ? 0.f : M;
-                sum = o.y * exp2f(o.x - Mb) + sum * exp2f(m - Mb);
-                m = M;
-            }
+            if (r0 > 0) bs_merge_pass(out[J], m, sum); /* the earlier passes' (max, sum) */
             out[J] = make_float2(m, sum);
         }
     }
@@ -430,13 +433,7 @@ __device__ inline void bs_wg_store(const float (&acc)[64], float c, uint32_t lim
         const uint64_t J = J0 + 8 * i;
         if (tq == 0 && J < nI) {
             float m = r.x, sum = r.y;
-            if (r0 > 0) { /* merge with the earlier passes' (max, sum) */
-                const float2 o = out[J];
-                const float M = fmaxf(o.x, m);
-                const float Mb = M == -INFINITY ? 0.f : M;
-                sum = o.y * exp2f(o.x - Mb) + sum * exp2f(m - Mb);
-                m = M;
-            }
+            if (r0 > 0) bs_merge_pass(out[J], m, sum); /* the earlier passes' (max, sum) */
             out[J] = make_float2(m, sum);
         }
     }
