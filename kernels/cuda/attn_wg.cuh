@@ -2,9 +2,10 @@
  * (kernels/cuda/sparse_attn.cu) and block-sparse prefill (kernels/cuda/block_sparse.cu) for
  * head_dim = v_dim = 128, float16 or bfloat16: scores and P V on wgmma, and its launch.
  *
- * Owns: sa_wg_kernel in the causal and block modes of attn_kernel.cuh (the same inputs,
- * AttnArgs, and the same answer up to float32 rounding), the choice between it and
- * attn_kernel.cuh's mma.sync kernel (wg_choose), and its launch.
+ * Owns: sa_wg_kernel (64-key tiles) and sa_wgp_kernel (128-key tiles, a producer
+ * warpgroup; described above it) in the causal and block modes of attn_kernel.cuh (the same
+ * inputs, AttnArgs, and the same answer up to float32 rounding), the choice between them and
+ * attn_kernel.cuh's mma.sync kernel (wg_choose, wg_ring), and their launch.
  * Must not: run on anything but compute capability 9.0 (sm_90a instructions), slice a row's
  * keys (one CTA sees all of a row's tiles), keep state between calls. Included by one .cu
  * file each: everything here has internal linkage.
@@ -89,9 +90,10 @@ __device__ inline void fence_regs(float *r) {
     for (int i = 0; i < N; i++) asm volatile("" : "+f"(r[i])::"memory");
 }
 /* The same for the A fragments of P: live until the wgmma reading them completed. */
-__device__ inline void fence_frags(uint32_t (&f)[4][4]) {
+template <int K>
+__device__ inline void fence_frags(uint32_t (&f)[K][4]) {
 #pragma unroll
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < K; i++)
 #pragma unroll
         for (int j = 0; j < 4; j++) asm volatile("" : "+r"(f[i][j])::"memory");
 }
@@ -486,6 +488,394 @@ __global__ void __launch_bounds__(WG_THREADS, 1) sa_wg_kernel(const __grid_const
 #endif
 }
 
+/* The 128-key form (sa_wgp_kernel, sm_90a, head_dim = v_dim = 128): the same answer as
+ * sa_wg_kernel up to float32 rounding (a tile's sums and products in another order), the
+ * same modes and arguments; in the block mode only for blocks of 128 (a block one tile).
+ * A CTA is 384 threads: warpgroup 0 the producer, which copies every tile (cp.async, each
+ * thread's copies an arrival on the tile's full barrier once they landed, so no consumer
+ * waits for its own copies; a thread copies one 16-byte chunk of 16 rows 8 apart, one
+ * pointer stepped along where the tile's rows are all keys; the next tile's block id, or its
+ * pooled rows' ids, loaded a tile ahead, the ids a lane each and spread by shuffles), and
+ * warpgroups 1 and 2 the consumers, 64 query rows each in registers as before.
+ * Keys and values have rings of their own (WgpRing: SK and SV tiles of 32 KB): a key tile's
+ * slot is freed once both consumers' S of it completed, a value tile's once their P V of it
+ * did, a tile later. Per 128-key tile a consumer, in its turn at the tensor cores (named
+ * barriers 1 and 2, as in sa_wg_kernel), issues S_i = Q K_i^T (eight m64n128k16) and
+ * O += P_{i-1} V_{i-1} (eight m64n128k16), lets the other consumer go, waits for S_i, frees
+ * K_i's slot, and while P_{i-1} V_{i-1} still runs: the mask and maxima, then 2^(|scale| s +
+ * bias - max) in place in the score registers (float32); then it waits for P_{i-1} V_{i-1},
+ * frees V_{i-1}'s slot, rescales O and only then rounds the new P into the one set of A
+ * fragments the finished P V read (so one set, not two: 64 registers fewer than two sets
+ * of 128 keys, which is what lets 128-key tiles fit). Twice the keys a tile halves the
+ * barriers, waits, descriptor and bookkeeping instructions a key: on the H200 dense causal
+ * attention at 32K issued 4.7 billion instructions instead of 6.2 and ran 15.4 ms instead of
+ * 18.2-18.5 (bench/results/h200-wgp-runs/). */
+struct WgpRing {
+    int sk, sv;
+};
+constexpr WgpRing WGP_RINGS[] = {{3, 3}, {3, 4}};
+constexpr int WGP_NRINGS = sizeof WGP_RINGS / sizeof WGP_RINGS[0];
+constexpr int WGP_BN = 128;     /* keys a tile */
+constexpr int WGP_THREADS = 384; /* the producer warpgroup, two consumer warpgroups */
+
+template <int SK, int SV>
+struct WgpSmem {
+    static constexpr uint32_t HALF = WGP_BN * 64 * 2; /* 128 rows x 64 columns: 16 KB */
+    static constexpr uint32_t TILE = 2 * HALF;        /* a tile's keys, or values: 32 KB */
+    static constexpr uint32_t V0 = SK * TILE;         /* the values' ring */
+    static constexpr uint32_t BAR = (SK + SV) * TILE;
+    static constexpr uint32_t BYTES = BAR + 2 * (SK + SV) * 8 + 1024; /* + alignment slack */
+    static_assert(BYTES <= 232448, "a ring beyond the SM's 227 KB of shared memory");
+};
+
+template <typename E, int MODE, int RING>
+__global__ void __launch_bounds__(WGP_THREADS, 1)
+    sa_wgp_kernel(const __grid_constant__ AttnArgs a) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    using Ops = MmaOps<E>;
+    constexpr int SK = WGP_RINGS[RING].sk, SV = WGP_RINGS[RING].sv, BN = WGP_BN;
+    using SM = WgpSmem<SK, SV>;
+    constexpr bool BLOCKS = MODE == SA_BLOCKS;
+    extern __shared__ unsigned char sa_wg_raw[];
+    unsigned char *sm = sa_wg_raw + ((1024u - (smem_u32(sa_wg_raw) & 1023u)) & 1023u);
+    uint64_t *fullk = (uint64_t *)(sm + SM::BAR), *fullv = fullk + SK;
+    uint64_t *emptyk = fullv + SV, *emptyv = emptyk + SK;
+    const uint32_t tid = threadIdx.x, wg = tid >> 7;
+    const uint32_t kvh = blockIdx.y;
+    uint32_t tok0 = 0, ntok = a.T, I = 0;
+    uint64_t r0;
+    if (BLOCKS) {
+        I = a.tiles - 1 - (a.group0 + blockIdx.z); /* the tiles of the most blocks first */
+        tok0 = I * a.block;
+        ntok = a.T - tok0 < a.block ? a.T - tok0 : a.block;
+        r0 = (uint64_t)blockIdx.x * WG_ROWS;
+    } else {
+        r0 = (uint64_t)(gridDim.x - 1 - blockIdx.x) * WG_ROWS; /* the most keys first */
+    }
+    const uint64_t nrows = (uint64_t)ntok * a.R;
+    if (r0 >= nrows) return;
+
+    /* the key tiles: causal, keys 0 .. U - 1; blocks, the kept blocks (one tile each) and then
+     * the corrected blocks' pooled rows, 128 a tile */
+    uint32_t ntiles, nkt = 0, ncorr = 0, U = 0;
+    const int32_t *lkept = nullptr, *lcorr = nullptr;
+    if (BLOCKS) {
+        const BlockLists bl = block_lists(a, kvh, I);
+        nkt = bl.nkt >> 1; /* bl.nkt counts 64-key tiles, two a block */
+        ncorr = bl.ncorr;
+        lkept = bl.kept;
+        lcorr = bl.corr;
+        ntiles = nkt + (ncorr + BN - 1) / BN;
+    } else {
+        const uint64_t rl = (r0 + WG_ROWS < nrows ? r0 + WG_ROWS : nrows) - 1;
+        const uint64_t v = (uint64_t)a.pos0 + tok0 + rl / a.R + 1;
+        U = v < a.L ? (uint32_t)v : a.L;
+        ntiles = (U + BN - 1) / BN;
+    }
+    if (ntiles == 0) { /* no key visible (no keys at all): out 0, lse -inf, as elsewhere */
+        for (uint32_t i = tid; i < WG_ROWS; i += WGP_THREADS) {
+            const uint64_t r = r0 + i;
+            if (r >= nrows) break;
+            const uint64_t t = tok0 + r / a.R;
+            const size_t orow = (size_t)t * a.Hq + (size_t)kvh * a.R + (uint32_t)(r % a.R);
+            for (int c = 0; c < WG_DIM; c++) a.out[orow * WG_DIM + c] = 0.f;
+            if (a.lse) a.lse[orow] = -INFINITY;
+        }
+        return;
+    }
+    if (tid == 0) {
+        for (int s = 0; s < SK; s++) {
+            mbar_init(&fullk[s], 128); /* each producer thread's copies landed */
+            mbar_init(&emptyk[s], 8);  /* one arrival a consumer warp: its S read the slot */
+        }
+        for (int s = 0; s < SV; s++) {
+            mbar_init(&fullv[s], 128);
+            mbar_init(&emptyv[s], 8); /* its P V read the slot */
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    }
+    __syncthreads();
+
+    if (wg == 0) {
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n" ::: "memory");
+        /* thread tid copies 16-byte chunk c of rows rr, rr + 8, ..., rr + 120 of each tile:
+         * a warp's copy covers two whole rows, and the chunk's swizzled position is the same
+         * in all sixteen rows (rows 8 apart), 1 KB apart */
+        const uint32_t c = tid & 15, rr = tid >> 4;
+        const uint32_t soff = (c >> 3) * SM::HALF + rr * 128 + (((c & 7) ^ (rr & 7)) << 4);
+        const size_t kst = (size_t)a.Hkv * WG_DIM;
+        const E *kb = (const E *)a.keys + (size_t)kvh * WG_DIM + c * 8;
+        const E *vb = (const E *)a.values + (size_t)kvh * WG_DIM + c * 8;
+        const E *pkb = BLOCKS ? (const E *)a.pkeys + (size_t)kvh * WG_DIM + c * 8 : nullptr;
+        const E *pvb = BLOCKS ? (const E *)a.pvalues + (size_t)kvh * WG_DIM + c * 8 : nullptr;
+        const uint32_t ring0 = smem_u32(sm);
+        const uint32_t lane = tid & 31;
+        /* a pooled tile's row ids: lane l loads the id of its warp's row 2 w + (l & 1) + 8 (l >> 1)
+         * (the warp's 32 rows), a tile ahead; the thread of rows rr + 8 i takes row i's id from
+         * lane 2 i + (rr & 1) */
+        const uint32_t lrow = (tid >> 5) * 2 + (lane & 1) + 8 * (lane >> 1), src1 = rr & 1;
+        const int64_t step = 8 * (int64_t)kst; /* elements from row r to r + 8 */
+        auto tile_base = [&](uint32_t j) -> int64_t { /* first key (or -1: pooled) */
+            if (j >= ntiles || (BLOCKS && j >= nkt)) return -1;
+            return BLOCKS ? (int64_t)__ldg(lkept + j) * a.block : (int64_t)j * BN;
+        };
+        auto pooled_id = [&](uint32_t j) -> int32_t {
+            if (!BLOCKS || j >= ntiles || j < nkt) return -1;
+            const uint32_t sl = (j - nkt) * BN + lrow;
+            return sl < ncorr ? __ldg(lcorr + sl) : -1;
+        };
+        int64_t nbase = tile_base(0);
+        int32_t nid = pooled_id(0);
+        for (uint32_t j = 0; j < ntiles; j++) {
+            const int64_t kbase = nbase;
+            const int32_t myid = nid;
+            nbase = tile_base(j + 1);
+            nid = pooled_id(j + 1);
+            const bool pooled = BLOCKS && j >= nkt;
+            const int64_t end = BLOCKS ? (int64_t)a.L : (int64_t)U;
+            const bool whole = !pooled && kbase + BN <= end;
+            /* copies of one tile's rows into the slot at d from kb / pkb (or vb / pvb) */
+            auto copy = [&](uint32_t d, const E *b, const E *pb) {
+                if (whole) { /* every row a key: one pointer stepped 8 rows at a time */
+                    const E *g = b + (kbase + rr) * (int64_t)kst;
+#pragma unroll
+                    for (int i = 0; i < 16; i++) {
+                        cp_async16_at<0, 0>(d + i * 1024, g, 16);
+                        g += step;
+                    }
+                } else if (!pooled) {
+#pragma unroll 4
+                    for (int i = 0; i < 16; i++) {
+                        const int64_t p = kbase + rr + 8 * i;
+                        const bool ok = p < end;
+                        cp_async16_at<0, 0>(d + i * 1024, ok ? b + p * (int64_t)kst : b,
+                                            ok ? 16 : 0);
+                    }
+                } else {
+#pragma unroll 4
+                    for (int i = 0; i < 16; i++) {
+                        const int32_t id = __shfl_sync(0xffffffffu, myid, 2 * i + src1);
+                        cp_async16_at<0, 0>(d + i * 1024,
+                                            id >= 0 ? pb + (int64_t)id * (int64_t)kst : pb,
+                                            id >= 0 ? 16 : 0);
+                    }
+                }
+            };
+            const uint32_t sk = j % SK, sv = j % SV;
+            if (j >= (uint32_t)SK) mbar_wait(&emptyk[sk], (j / SK - 1) & 1u);
+            copy(ring0 + sk * SM::TILE + soff, kb, pkb);
+            mbar_arrive_cp_async(&fullk[sk]);
+            if (j >= (uint32_t)SV) mbar_wait(&emptyv[sv], (j / SV - 1) & 1u);
+            copy(ring0 + SM::V0 + sv * SM::TILE + soff, vb, pvb);
+            mbar_arrive_cp_async(&fullv[sv]);
+        }
+        cp_async_wait<0>();
+        return;
+    }
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n" ::: "memory");
+
+    const uint32_t ct = tid - 128, lane = ct & 31, warp = ct >> 5, cw = warp >> 2;
+    const uint32_t wq = warp & 3, gq = lane >> 2, tq = lane & 3;
+    /* this consumer's 64 query rows as the A fragments of S's wgmma (as in sa_wg_kernel) */
+    uint32_t qa[WG_DIM / 16][4];
+    {
+        const E *qr[2];
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            const uint64_t r = r0 + cw * 64 + wq * 16 + gq + 8 * h;
+            qr[h] = nullptr;
+            if (r < nrows) {
+                const uint64_t t = tok0 + r / a.R;
+                const uint32_t hr = (uint32_t)(r % a.R);
+                qr[h] = (const E *)a.q + ((size_t)t * a.Hq + (size_t)kvh * a.R + hr) * WG_DIM;
+            }
+        }
+        load_a_frags<E, WG_DIM>(qr[0], qr[1], tq, qa);
+        if (a.scale_log2 < 0.f)
+#pragma unroll
+            for (int kk = 0; kk < WG_DIM / 16; kk++)
+#pragma unroll
+                for (int x = 0; x < 4; x++) qa[kk][x] ^= 0x80008000u;
+    }
+    int64_t rowpos[2];
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+        const uint64_t r = r0 + cw * 64 + wq * 16 + gq + 8 * h;
+        rowpos[h] = r < nrows ? (int64_t)a.pos0 + tok0 + (int64_t)(r / a.R) : -1;
+    }
+    const uint64_t rw = r0 + cw * 64;
+    const int64_t wgpos = rw < nrows ? (int64_t)a.pos0 + tok0 + (int64_t)(rw / a.R) : -1;
+
+    const int my_turn = 1 + (int)cw, their_turn = 2 - (int)cw;
+    if (cw == 1) named_bar_arrive(1, 256);
+
+    const uint64_t kdesc0 = sw128_desc(sm), vdesc0 = sw128_desc_mn(sm + SM::V0, SM::HALF);
+    const float sc = fabsf(a.scale_log2);
+    float o[64];
+#pragma unroll
+    for (int i = 0; i < 64; i++) o[i] = 0.f;
+    float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f};
+    uint32_t pa[8][4]; /* P of the previous tile: A fragments of keys 16 kk .. 16 kk + 15 */
+#pragma unroll
+    for (int kk = 0; kk < 8; kk++)
+#pragma unroll
+        for (int x = 0; x < 4; x++) pa[kk][x] = 0u;
+    float s[64];
+    for (uint32_t it = 0; it < ntiles; it++) {
+        const bool keyt = !BLOCKS || it < nkt;
+        int64_t kp0 = (int64_t)it * BN;
+        float bias = 0.f;
+        if (BLOCKS) {
+            if (keyt)
+                kp0 = (int64_t)__ldg(lkept + it) * a.block;
+            else {
+                kp0 = (int64_t)(it - nkt) * BN;
+                bias = a.corr_log2; /* a pooled row stands for B keys */
+            }
+        }
+        /* keys of tile it, values of tile it - 1 (iteration 0: P = 0 times tile 0's values,
+         * which stay until that tile's own P V) */
+        const uint32_t pv = it == 0 ? 0 : it - 1;
+        mbar_wait(&fullk[it % SK], (it / SK) & 1u);
+        mbar_wait(&fullv[pv % SV], (pv / SV) & 1u);
+        fence_proxy_async_smem();
+        const uint32_t ku = (it % SK) * (SM::TILE >> 4), vu = (pv % SV) * (SM::TILE >> 4);
+        named_bar_sync(my_turn, 256);
+        fence_regs<64>(s);
+        fence_regs<64>(o);
+        fence_frags(pa);
+        wgmma_fence();
+        WgmmaRsKOp<E, BN>::run_zero(s, qa[0], desc_add(kdesc0, ku));
+#pragma unroll
+        for (int kk = 1; kk < WG_DIM / 16; kk++)
+            WgmmaRsKOp<E, BN>::run_acc(
+                s, qa[kk], desc_add(kdesc0, ku + (((kk >> 2) * SM::HALF + (kk & 3) * 32) >> 4)));
+        wgmma_commit();
+#pragma unroll
+        for (int kk = 0; kk < 8; kk++)
+            WgmmaRsOp<E, WG_DIM>::run(o, pa[kk], desc_add(vdesc0, vu + kk * (2048 >> 4)));
+        wgmma_commit();
+        named_bar_arrive(their_turn, 256);
+        wgmma_wait<1>(); /* S done; P V of tile it - 1 may still run */
+        fence_regs<64>(s);
+        __syncwarp();
+        if (lane == 0) mbar_arrive(&emptyk[it % SK]);
+
+        const int64_t end = BLOCKS ? (int64_t)a.L : (int64_t)U;
+        const bool open = keyt ? kp0 + BN <= end && kp0 + BN - 1 <= wgpos
+                               : kp0 + BN <= (int64_t)ncorr;
+        float mx[2] = {-INFINITY, -INFINITY};
+        if (open) {
+#pragma unroll
+            for (int i = 0; i < 64; i++) mx[(i >> 1) & 1] = fmaxf(mx[(i >> 1) & 1], s[i]);
+        } else {
+            int32_t lim[2];
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+                int64_t x = keyt ? (rowpos[h] < end - 1 ? rowpos[h] : end - 1) - kp0
+                                 : (int64_t)ncorr - 1 - kp0;
+                x = x < -1 ? -1 : x > BN - 1 ? BN - 1 : x;
+                lim[h] = (int32_t)x;
+            }
+#pragma unroll
+            for (int j = 0; j < 16; j++) {
+#pragma unroll
+                for (int e = 0; e < 2; e++) {
+                    const int32_t col = j * 8 + 2 * (int32_t)tq + e;
+#pragma unroll
+                    for (int h = 0; h < 2; h++) {
+                        float &v = s[4 * j + 2 * h + e];
+                        v = col <= lim[h] ? v : -INFINITY;
+                        mx[h] = fmaxf(mx[h], v);
+                    }
+                }
+            }
+        }
+#pragma unroll
+        for (int h = 0; h < 2; h++) mx[h] = fmaxf(m[h], fmaf(mx[h], sc, bias));
+        float base[2], corr[2];
+        online_max_step(mx, m, l, base, corr);
+        const float nb[2] = {bias - base[0], bias - base[1]};
+        /* P in place, float32, row sums in l */
+#pragma unroll
+        for (int j = 0; j < 16; j++) {
+            s[4 * j] = fast_exp2(fmaf(s[4 * j], sc, nb[0]));
+            s[4 * j + 1] = fast_exp2(fmaf(s[4 * j + 1], sc, nb[0]));
+            s[4 * j + 2] = fast_exp2(fmaf(s[4 * j + 2], sc, nb[1]));
+            s[4 * j + 3] = fast_exp2(fmaf(s[4 * j + 3], sc, nb[1]));
+            l[0] += s[4 * j] + s[4 * j + 1];
+            l[1] += s[4 * j + 2] + s[4 * j + 3];
+        }
+        /* P V of tile it - 1 done: its slot is free, O takes this tile's rescale, and the
+         * fragments take this tile's P */
+        wgmma_wait<0>();
+        fence_regs<64>(o);
+        fence_frags(pa);
+        if (it > 0) {
+            __syncwarp();
+            if (lane == 0) mbar_arrive(&emptyv[(it - 1) % SV]);
+        }
+        if (__any_sync(0xffffffffu, corr[0] != 1.f || corr[1] != 1.f)) {
+#pragma unroll
+            for (int j = 0; j < 16; j++) {
+                o[4 * j] *= corr[0];
+                o[4 * j + 1] *= corr[0];
+                o[4 * j + 2] *= corr[1];
+                o[4 * j + 3] *= corr[1];
+            }
+        }
+#pragma unroll
+        for (int kk = 0; kk < 8; kk++)
+#pragma unroll
+            for (int hh = 0; hh < 2; hh++) {
+                const int jb = 2 * kk + hh;
+                pa[kk][2 * hh] = Ops::pack(s[4 * jb], s[4 * jb + 1]);
+                pa[kk][2 * hh + 1] = Ops::pack(s[4 * jb + 2], s[4 * jb + 3]);
+            }
+    }
+    /* O += P V of the last tile: one more turn each */
+    {
+        const uint32_t last = ntiles - 1;
+        mbar_wait(&fullv[last % SV], (last / SV) & 1u);
+        fence_proxy_async_smem();
+        const uint32_t vu = (last % SV) * (SM::TILE >> 4);
+        named_bar_sync(my_turn, 256);
+        fence_regs<64>(o);
+        fence_frags(pa);
+        wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < 8; kk++)
+            WgmmaRsOp<E, WG_DIM>::run(o, pa[kk], desc_add(vdesc0, vu + kk * (2048 >> 4)));
+        wgmma_commit();
+        if (cw == 0) named_bar_arrive(their_turn, 256); /* consumer 1 takes no more */
+        wgmma_wait<0>();
+        fence_regs<64>(o);
+    }
+
+    /* out = O / l, lse = (m + log2 l) ln 2, straight from the accumulators */
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+        l[h] += __shfl_xor_sync(0xffffffffu, l[h], 1);
+        l[h] += __shfl_xor_sync(0xffffffffu, l[h], 2);
+        const uint64_t r = r0 + cw * 64 + wq * 16 + gq + 8 * h;
+        if (r >= nrows) continue;
+        const uint64_t t = tok0 + r / a.R;
+        const size_t orow = (size_t)t * a.Hq + (size_t)kvh * a.R + (uint32_t)(r % a.R);
+        const float inv = l[h] > 0.f ? 1.f / l[h] : 0.f;
+        float *dst = a.out + orow * WG_DIM + 2 * tq;
+#pragma unroll
+        for (int j = 0; j < 16; j++)
+            *(float2 *)(dst + 8 * j) =
+                make_float2(o[4 * j + 2 * h] * inv, o[4 * j + 2 * h + 1] * inv);
+        if (tq == 0 && a.lse)
+            a.lse[orow] = l[h] > 0.f ? (m[h] + log2f(l[h])) * 0.69314718055994531f : -INFINITY;
+    }
+#else
+    (void)a;
+    __trap();
+#endif
+}
+
 /* Whether a call runs on sa_wg_kernel: compute capability 9.0, head_dim = v_dim = 128,
  * out 8-byte aligned (float2 stores; lse is written a float at a time), and
  * (SIEVE_CUDA_ATTN_KERNEL unset or "auto") at least one CTA of 128 rows an SM; "wgmma" drops
@@ -519,25 +909,55 @@ int launch_wg_ring(const AttnArgs &base, uint32_t chunks, cudaStream_t s) {
     return 0;
 }
 
-/* The ring: WG_RING_DEFAULT, or SIEVE_CUDA_WG_RING=STxLA naming one of WG_RINGS (a tuning
- * hook; every ring gives the same answer bit for bit; a name not in WG_RINGS: the default). */
-inline int wg_ring(void) {
+/* Launches sa_wgp_kernel: grids as launch_wg_ring's. 0 or SIEVE_EDEVICE. */
+template <typename E, int MODE, int RING>
+int launch_wgp_ring(const AttnArgs &base, uint32_t chunks, cudaStream_t s) {
+    auto kern = sa_wgp_kernel<E, MODE, RING>;
+    constexpr uint32_t BYTES = WgpSmem<WGP_RINGS[RING].sk, WGP_RINGS[RING].sv>::BYTES;
+    SIEVE_CUDA_TRY(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, BYTES));
+    const uint32_t nz = MODE == SA_BLOCKS ? base.tiles : 1;
+    for (uint32_t g0 = 0; g0 < nz; g0 += SA_GRID_Z_MAX) {
+        AttnArgs a = base;
+        a.group0 = g0;
+        const unsigned z = nz - g0 < SA_GRID_Z_MAX ? nz - g0 : SA_GRID_Z_MAX;
+        kern<<<dim3(chunks, a.Hkv, z), WGP_THREADS, BYTES, s>>>(a);
+        SIEVE_CUDA_LAUNCH_CHECK();
+    }
+    return 0;
+}
+
+/* The kernel and its rings, by SIEVE_CUDA_WG_RING (a tuning hook; a name not listed: the
+ * default): "5x2", "6x2", "6x3" name sa_wg_kernel's rings (64-key tiles, STxLA), "k3v3" and
+ * "k3v4" sa_wgp_kernel's (128-key tiles, SK and SV). Every ring of one kernel gives the same
+ * answer bit for bit; the two kernels agree up to float32 rounding. The default is
+ * sa_wgp_kernel's k3v3 where it runs (the causal mode, and the block mode with blocks of
+ * 128), else sa_wg_kernel's 5x2. Returns the index into WG_RINGS, or WG_NRINGS + the index
+ * into WGP_RINGS. */
+inline int wg_ring(bool k128) {
     const char *e = getenv("SIEVE_CUDA_WG_RING");
-    if (e)
+    if (e) {
         for (int r = 0; r < WG_NRINGS; r++) {
             char name[16];
             snprintf(name, sizeof name, "%dx%d", WG_RINGS[r].st, WG_RINGS[r].la);
             if (!strcmp(e, name)) return r;
         }
-    return WG_RING_DEFAULT;
+        for (int r = 0; k128 && r < WGP_NRINGS; r++) {
+            char name[16];
+            snprintf(name, sizeof name, "k%dv%d", WGP_RINGS[r].sk, WGP_RINGS[r].sv);
+            if (!strcmp(e, name)) return WG_NRINGS + r;
+        }
+    }
+    return k128 ? WG_NRINGS : WG_RING_DEFAULT;
 }
 
 template <typename E, int MODE>
 int launch_wg_typed(const AttnArgs &a, uint32_t chunks, cudaStream_t s) {
-    static_assert(WG_NRINGS == 3, "a case for each of WG_RINGS");
-    switch (wg_ring()) {
+    static_assert(WG_NRINGS == 3 && WGP_NRINGS == 2, "a case for each ring");
+    switch (wg_ring(MODE != SA_BLOCKS || a.block == WGP_BN)) {
     case 1: return launch_wg_ring<E, MODE, 1>(a, chunks, s);
     case 2: return launch_wg_ring<E, MODE, 2>(a, chunks, s);
+    case WG_NRINGS: return launch_wgp_ring<E, MODE, 0>(a, chunks, s);
+    case WG_NRINGS + 1: return launch_wgp_ring<E, MODE, 1>(a, chunks, s);
     default: return launch_wg_ring<E, MODE, 0>(a, chunks, s);
     }
 }

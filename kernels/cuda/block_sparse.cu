@@ -827,7 +827,8 @@ int run_bsp(sieve__cuda_ctx *c, const sieve_bsp_params *p, const void *q, const 
     aa.pkeys = base + pl.o_pk;
     aa.pvalues = base + pl.o_pv;
     aa.corr_log2 = log2f((float)p->block);
-    /* the Hopper kernel where it runs (attn_wg.cuh), CTAs of 128 rows of one tile */
+    /* the Hopper kernels where they run (attn_wg.cuh: 128-key tiles for blocks of 128), CTAs
+     * of 128 rows of one tile */
     const uint64_t chunks = ((uint64_t)p->block * pl.at.R + WG_ROWS - 1) / WG_ROWS;
     if (wg_choose(c, a->head_dim, a->v_dim, chunks * pl.tiles * a->kv_heads, out))
         rc = launch_wg<SA_BLOCKS>(aa, a->dtype, (uint32_t)chunks, s);

@@ -13,7 +13,7 @@ Run: python3 kernels/cuda/gen_wgmma.py > kernels/cuda/wgmma.cuh
 
 NS = (64, 128, 256)
 NS_RS = (64, 128)
-NS_RSK = (64,)
+NS_RSK = (64, 128)
 TYPES = (("__half", "f16"), ("__nv_bfloat16", "bf16"))
 
 out = []

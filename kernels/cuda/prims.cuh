@@ -117,6 +117,12 @@ __device__ inline void mbar_arrive_tx(uint64_t *b, uint32_t bytes) {
 __device__ inline void mbar_arrive(uint64_t *b) {
     asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(smem_u32(b)) : "memory");
 }
+/* An arrival on the barrier once every cp.async this thread issued before it has landed
+ * (the barrier's count includes it: noinc). */
+__device__ inline void mbar_arrive_cp_async(uint64_t *b) {
+    asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(smem_u32(b))
+                 : "memory");
+}
 /* Waits until the barrier's phase of the given parity has completed. */
 __device__ inline void mbar_wait(uint64_t *b, uint32_t parity) {
     uint32_t done;

@@ -34,7 +34,8 @@
  * (copied without a position ring), a row's mask its own position; tiles every row of the
  * CTA sees whole skip the mask; the groups of the most keys go first; the ring has 3 stages.
  * On compute capability 9.0 with head_dim = v_dim = 128 and at least a CTA of 128 rows an
- * SM, attn_wg.cuh's wgmma kernel runs it instead (its causal mode; no slices).
+ * SM, attn_wg.cuh's wgmma kernels run it instead (their causal mode, 128-key tiles by
+ * default; no slices).
  *
  * Slices. Where the groups, kv heads and row chunks give fewer CTAs than two an SM (decode,
  * short prefills), each list is cut into up to 32 slices of whole tiles, one CTA each; the

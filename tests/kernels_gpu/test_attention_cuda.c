@@ -199,7 +199,8 @@ Test(attention_cuda, explicit_scales_f16) {
  * 16 rows), a chunk of a longer prefill with rows clipped at n_keys, one token, large scores
  * and a negative scale, 128 query heads on one kv head (a token both warpgroups' rows) and
  * 3 (tokens across warp boundaries), a negative scale on bfloat16 (the kernel negates the
- * queries); the rings (SIEVE_CUDA_WG_RING) spread over the cases. Compute capability 9.0
+ * queries); every case on both wgmma kernels, the 64-key tiles' rings and the 128-key
+ * tiles' (SIEVE_CUDA_WG_RING) spread over the cases. Compute capability 9.0
  * only; elsewhere the mma.sync kernel. */
 Test(attention_cuda, wgmma_kernel) {
     SKIP_WITHOUT_GPU();
@@ -216,19 +217,22 @@ Test(attention_cuda, wgmma_kernel) {
         {SIEVE_DTYPE_F16, 100, 12, 4, 128, 128, 700, 600, 1.0f, 0.0f},
         {SIEVE_DTYPE_BF16, 200, 32, 8, 128, 128, 700, 500, 1.0f, -0.1f},
     };
-    static const char *const rings[] = {"5x2", "6x2", "6x3"};
+    static const char *const rings[] = {"5x2", "6x2", "6x3"}, *const krings[] = {"k3v3", "k3v4"};
     for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) {
         cr_assert_eq(setenv("SIEVE_CUDA_WG_RING", rings[i % 3], 1), 0);
+        run_case(&cs[i], 30 + i);
+        cr_assert_eq(setenv("SIEVE_CUDA_WG_RING", krings[i % 2], 1), 0);
         run_case(&cs[i], 30 + i);
     }
     cr_assert_eq(unsetenv("SIEVE_CUDA_ATTN_KERNEL"), 0);
     cr_assert_eq(unsetenv("SIEVE_CUDA_WG_RING"), 0);
 }
 
-/* The wgmma kernel's rings (SIEVE_CUDA_WG_RING, a tuning hook) change when tiles load, not
- * what is computed: every ring's output and lse equal the default ring's bit for bit, at a
- * shape that takes the wgmma kernel by itself (on other GPUs every ring gives the mma.sync
- * kernel's answer). */
+/* The wgmma kernels' rings (SIEVE_CUDA_WG_RING, a tuning hook) change when tiles load, not
+ * what is computed: every ring's output and lse equal its kernel's first ring's bit for bit
+ * (5x2 for the 64-key tiles, k3v3 for the 128-key tiles), at a shape that takes a wgmma
+ * kernel by itself (on other GPUs every ring gives the mma.sync kernel's answer); the two
+ * kernels' outputs agree within the rounding of P to bfloat16 at different running maxima. */
 Test(attention_cuda, wgmma_rings_equal) {
     SKIP_WITHOUT_GPU();
     sieve_device *gpu = NULL;
@@ -248,29 +252,47 @@ Test(attention_cuda, wgmma_rings_equal) {
     sieve_attn_params_init(&p, SIEVE_DTYPE_BF16, T, Hq, Hkv, D, D, L);
     p.pos0 = L - T;
     float *o0 = malloc(nq * 4), *l0 = malloc(nl * 4), *o1 = malloc(nq * 4), *l1 = malloc(nl * 4);
-    cr_assert(o0 && l0 && o1 && l1);
-    static const char *const rings[] = {"5x2", "6x2", "6x3"};
-    for (int r = 0; r < 3; r++) {
+    float *ok = malloc(nq * 4);
+    cr_assert(o0 && l0 && o1 && l1 && ok);
+    static const char *const rings[] = {"5x2", "6x2", "6x3", "k3v3", "k3v4"};
+    for (int r = 0; r < 5; r++) {
+        const int first = r == 0 || r == 3; /* each kernel's first ring */
         cr_assert_eq(setenv("SIEVE_CUDA_WG_RING", rings[r], 1), 0);
         cr_assert_eq(sieve_device_fill_normal(gpu, dout, SIEVE_DTYPE_F32, nq, 50 + r, 1.0f), 0);
         cr_assert_eq(sieve_device_fill_normal(gpu, dlse, SIEVE_DTYPE_F32, nl, 60 + r, 1.0f), 0);
         cr_assert_eq(sieve_causal_attention(gpu, &p, dq, dk, dv, NULL, 0, dout, dlse, NULL), 0);
-        cr_assert_eq(sieve_device_download(gpu, r ? o1 : o0, dout, nq * 4), 0);
-        cr_assert_eq(sieve_device_download(gpu, r ? l1 : l0, dlse, nl * 4), 0);
-        if (r == 0) {
+        cr_assert_eq(sieve_device_download(gpu, first ? o0 : o1, dout, nq * 4), 0);
+        cr_assert_eq(sieve_device_download(gpu, first ? l0 : l1, dlse, nl * 4), 0);
+        if (r == 0) memcpy(ok, o0, nq * 4);
+        if (first) {
             size_t finite = 0;
             for (size_t i = 0; i < nq; i++) finite += isfinite(o0[i]) && o0[i] != 0.f;
             cr_assert(finite > nq / 2, "ring %s: only %zu of %zu outputs finite, non-zero",
                       rings[r], finite, nq);
+            if (r == 3) { /* the 128-key kernel against the 64-key one */
+                double worst = 0.0, sum = 0.0;
+                for (size_t i = 0; i < nq; i++) {
+                    const double d = fabs((double)o0[i] - (double)ok[i]);
+                    worst = d > worst ? d : worst;
+                    sum += d;
+                }
+                /* each within run_case's bound of the exact answer, about 2 u |v|max (u =
+                 * 2^-9 for bfloat16; |v| of these 2.6 million normal draws below 6) */
+                cr_assert(worst < 4 * 0x1p-9 * 6, "k3v3 against 5x2: max difference %g", worst);
+                cr_assert(sum / (double)nq < 1e-3, "k3v3 against 5x2: mean difference %g",
+                          sum / (double)nq);
+            }
             continue;
         }
         size_t diff = 0;
         for (size_t i = 0; i < nq; i++) diff += memcmp(&o0[i], &o1[i], 4) != 0;
-        cr_assert_eq(diff, 0, "ring %s: %zu of %zu outputs differ from ring 5x2", rings[r], diff,
-                     nq);
-        cr_assert_eq(memcmp(l0, l1, nl * 4), 0, "ring %s: lse differs from ring 5x2", rings[r]);
+        cr_assert_eq(diff, 0, "ring %s: %zu of %zu outputs differ from ring %s", rings[r], diff,
+                     nq, rings[r < 3 ? 0 : 3]);
+        cr_assert_eq(memcmp(l0, l1, nl * 4), 0, "ring %s: lse differs from ring %s", rings[r],
+                     rings[r < 3 ? 0 : 3]);
     }
     cr_assert_eq(unsetenv("SIEVE_CUDA_WG_RING"), 0);
+    free(ok);
     free(o0);
     free(l0);
     free(o1);

@@ -408,12 +408,15 @@ static const bcase WG_CASES[] = {
     {SIEVE_DTYPE_F16, 100, 12, 4, 128, 128, 23000, 22900, 64, 0.2f, 1, 1, 1.0f, -0.09f},
     {SIEVE_DTYPE_BF16, 40, 40, 2, 128, 128, 3000, 2960, 64, 0.2f, 1, 1, 1.0f, 0.0f},
 };
-static const char *const WG_RING_NAMES[] = {"5x2", "6x2", "6x3"};
+/* The attention kernel's rings: 64-key tiles (STxLA) and 128-key tiles (kSKvSV; blocks of 128
+ * only: blocks of 64 given one of these take the 64-key default). */
+static const char *const WG_RING_NAMES[] = {"5x2", "6x2", "6x3", "k3v3", "k3v4"};
+#define WG_NRING_NAMES (sizeof WG_RING_NAMES / sizeof WG_RING_NAMES[0])
 
 static void run_wg_case(const bcase *c, uint64_t seed, int ring) {
     cr_assert_eq(setenv("SIEVE_CUDA_ATTN_KERNEL", "wgmma", 1), 0);
     cr_assert_eq(setenv("SIEVE_CUDA_BSP_SCORE", "wgmma", 1), 0);
-    cr_assert_eq(setenv("SIEVE_CUDA_WG_RING", WG_RING_NAMES[ring % 3], 1), 0);
+    cr_assert_eq(setenv("SIEVE_CUDA_WG_RING", WG_RING_NAMES[ring % WG_NRING_NAMES], 1), 0);
     run_case(c, seed);
     cr_assert_eq(unsetenv("SIEVE_CUDA_ATTN_KERNEL"), 0);
     cr_assert_eq(unsetenv("SIEVE_CUDA_BSP_SCORE"), 0);
@@ -443,6 +446,32 @@ Test(block_sparse_cuda, wgmma_kernel_many_pooled) {
     run_wg_case(&MANY_POOLED, 130, 1);
 }
 
+/* The 128-key attention kernel (sa_wgp_kernel) in the block mode, blocks of 128 (a block one
+ * tile): pooled rows over several tiles and a partial last one (164 and 180 visible blocks),
+ * a negative scale with pooled rows, a tile's two CTAs (300 tokens x 4 heads), one token,
+ * fewer keys than a block (the tile's rows clipped at n_keys), alpha 0.5 with 20 query heads
+ * a kv head; both of its rings. */
+static const bcase WGP_CASES[] = {
+    {SIEVE_DTYPE_BF16, 128, 16, 4, 128, 128, 21000, 20872, 128, 0.1f, 1, 2, 1.0f, 0.0f},
+    {SIEVE_DTYPE_F16, 100, 12, 4, 128, 128, 23000, 22900, 128, 0.2f, 1, 1, 1.0f, -0.09f},
+    {SIEVE_DTYPE_BF16, 300, 16, 4, 128, 128, 1200, 900, 128, 0.2f, 1, 1, 1.0f, -0.08f},
+    {SIEVE_DTYPE_BF16, 1, 32, 8, 128, 128, 3000, 2999, 128, 0.1f, 2, 2, 1.5f, 0.0f},
+    {SIEVE_DTYPE_F16, 40, 8, 2, 128, 128, 50, 10, 128, 0.3f, 1, 1, 1.0f, 0.0f},
+    {SIEVE_DTYPE_BF16, 200, 40, 2, 128, 128, 5000, 4800, 128, 0.5f, 1, 1, 1.0f, 0.0f},
+};
+
+#define WGP_CASE_TEST(i)                                                                     \
+    Test(block_sparse_cuda, wgmma128_kernel_##i) {                                            \
+        SKIP_WITHOUT_GPU();                                                                  \
+        run_wg_case(&WGP_CASES[i], 140 + i, 3 + i % 2);                                      \
+    }
+WGP_CASE_TEST(0)
+WGP_CASE_TEST(1)
+WGP_CASE_TEST(2)
+WGP_CASE_TEST(3)
+WGP_CASE_TEST(4)
+WGP_CASE_TEST(5)
+
 /* alpha 1 keeps the forced blocks and the best one; alpha 0 keeps every block, so nothing is
  * corrected (the dense answer: next test). */
 Test(block_sparse_cuda, alpha_extremes) {
@@ -456,7 +485,8 @@ Test(block_sparse_cuda, alpha_extremes) {
 /* alpha 0: every visible block kept and none corrected, the same tiles in the same order as
  * dense causal attention, so the answer equals CUDA sieve_causal_attention bit for bit (a
  * shape whose CTAs are many: no slices in either), on the kernel the call chooses (on
- * compute capability 9.0 the wgmma kernel) and on the mma.sync kernel. */
+ * compute capability 9.0 the 128-key wgmma kernel for blocks of 128; blocks of 64 take the
+ * 64-key one, so the dense call is given its ring, 5x2) and on the mma.sync kernel. */
 Test(block_sparse_cuda, alpha0_equals_dense) {
     SKIP_WITHOUT_GPU();
     sieve_device *gpu = NULL, *cpu = NULL;
@@ -478,6 +508,10 @@ Test(block_sparse_cuda, alpha0_equals_dense) {
     for (uint32_t run = 0; run < 4; run++) {
         const uint32_t B = run % 2 ? 128 : 64;
         if (run == 2) cr_assert_eq(setenv("SIEVE_CUDA_ATTN_KERNEL", "mma", 1), 0);
+        if (B == 64)
+            cr_assert_eq(setenv("SIEVE_CUDA_WG_RING", "5x2", 1), 0);
+        else
+            cr_assert_eq(unsetenv("SIEVE_CUDA_WG_RING"), 0);
         sieve_bsp_params p;
         sieve_bsp_params_init(&p, SIEVE_DTYPE_BF16, T, Hq, Hkv, D, D, L);
         p.block = B;
@@ -505,6 +539,7 @@ Test(block_sparse_cuda, alpha0_equals_dense) {
         free(b);
     }
     cr_assert_eq(unsetenv("SIEVE_CUDA_ATTN_KERNEL"), 0);
+    cr_assert_eq(unsetenv("SIEVE_CUDA_WG_RING"), 0);
     void *bufs[] = {dq, dk, dv, do1, do2, dl1, dl2};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) sieve_device_free(gpu, bufs[i]);
     sieve_device_close(gpu);
