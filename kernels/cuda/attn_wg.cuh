@@ -10,32 +10,31 @@
  * keys (one CTA sees all of a row's tiles), keep state between calls. Included by one .cu
  * file each: everything here has internal linkage.
  *
- * A CTA is 128 rows (two warpgroups of 64, token-major: the scope's tokens x the kv head's
- * query heads; the scope is one query tile in the block mode, the whole call in the causal
- * mode). Each warpgroup holds its 64 query rows in registers, as the A fragments of S's
- * wgmma, negated where the scale is negative. Per 64-key tile i a warpgroup, in its turn at
- * the tensor cores, issues S_i = Q K_i^T (eight m64n64k16, A from registers, K from shared
- * memory) and then O += P_{i-1} V_{i-1} (four m64n128k16, A from registers, V N-major in
- * shared memory), lets the other warpgroup take its turn (named barriers 1 and 2, warpgroup
- * 0 first), waits for S_i alone, and while P_{i-1} V_{i-1} still runs: the mask (skipped for
- * tiles every row sees whole) and the running maxima on the raw scores, then P_i =
- * 2^(|scale| s + bias - max) (the scale folded into the exponent's FMA) rounded to the
- * storage type into the other of two register sets (tiles alternate them: a copy would let
- * ptxas merge the sets and serialise the wgmma); then it waits for P_{i-1} V_{i-1}, frees
- * that tile's slot and rescales O (skipped where none of the warp's maxima moved). So one
- * warpgroup's softmax runs beside the other's matrix work and its own P V. Keys and values
- * stream through a ring of ST tiles (WG_RINGS: 5 by default) that all threads fill by
- * cp.async (one row a four threads, immediate offsets), LA = 2 tiles ahead; each warp
- * announces tile i + 1 on its full barrier once its own copies of it landed
- * (fence.proxy.async first), at the start of its iteration i, and frees tile i - 1 (the
- * empty barrier) after P_{i-1} V_{i-1}. Refilling at iteration i goes into tile i + 2 - ST's
- * slot: with ST = 5, tile i - 3's, which both warpgroups freed in iteration i - 2, so
- * neither waits for the other's softmax (a ring of 4 made the faster warpgroup wait for
- * the slower one's tile i - 1). Descriptors are one add to a slot's base (desc_add). The
- * causal and block modes share every instruction of a tile, so block-sparse prefill at
- * alpha 0 equals dense causal attention bit for bit when both calls take this kernel
- * (wg_choose counts their CTAs differently: the block mode ceil(B R / 128) a tile, the
- * causal mode ceil(T R / 128)); fully masked trailing tiles change nothing (p = 0, scale 1).
+ * sa_wg_kernel (blocks of 64; elsewhere by SIEVE_CUDA_WG_RING): a CTA is 128 rows (two
+ * warpgroups of 64, token-major: the scope's tokens x the kv head's query heads; the scope is
+ * one query tile in the block mode, the whole call in the causal mode). Each warpgroup holds its
+ * 64 query rows in registers, as the A fragments of S's wgmma, negated where the scale is
+ * negative. Per 64-key tile i a warpgroup, in its turn at the tensor cores, issues S_i = Q K_i^T
+ * (eight m64n64k16, A from registers, K from shared memory) and then O += P_{i-1} V_{i-1} (four
+ * m64n128k16, A from registers, V N-major in shared memory), lets the other warpgroup take its
+ * turn (named barriers 1 and 2, warpgroup 0 first), waits for S_i alone, and while P_{i-1}
+ * V_{i-1} still runs: the mask (skipped for tiles every row sees whole) and the running maxima
+ * on the raw scores, then P_i = 2^(|scale| s + bias - max) (the scale folded into the exponent's
+ * FMA) rounded to the storage type into the other of two register sets (tiles alternate them: a
+ * copy would let ptxas merge the sets and serialise the wgmma); then it waits for P_{i-1}
+ * V_{i-1}, frees that tile's slot and rescales O (skipped where none of the warp's maxima
+ * moved). So one warpgroup's softmax runs beside the other's matrix work and its own P V. Keys
+ * and values stream through a ring of ST tiles (WG_RINGS: 5 by default) that all threads fill by
+ * cp.async (one row a four threads, immediate offsets), LA = 2 tiles ahead; each warp announces
+ * tile i + 1 on its full barrier once its own copies of it landed (fence.proxy.async first), at
+ * the start of its iteration i, and frees tile i - 1 (the empty barrier) after P_{i-1} V_{i-1}.
+ * Refilling at iteration i goes into tile i + 2 - ST's slot: with ST = 5, tile i - 3's, which
+ * both warpgroups freed in iteration i - 2, so neither waits for the other's softmax (a ring of
+ * 4 made the faster warpgroup wait for the slower one's tile i - 1). Descriptors are one add to
+ * a slot's base (desc_add). The causal and block modes share every instruction of a tile, so
+ * block-sparse prefill at alpha 0 equals dense causal attention bit for bit when both calls take
+ * this kernel (wg_choose counts their CTAs differently: the block mode ceil(B R / 128) a tile,
+ * the causal mode ceil(T R / 128)); fully masked trailing tiles change nothing (p = 0, scale 1).
  */
 #pragma once
 #include <stdio.h>
@@ -51,11 +50,11 @@ constexpr int WG_ROWS = 128; /* rows a CTA: two warpgroups of 64 */
 constexpr int WG_THREADS = 256;
 constexpr int WG_DIM = 128;  /* head_dim = v_dim */
 
-/* The ring: ST key tiles, LA of them loaded ahead of the one computed. Refilling at
- * iteration i goes into tile i + LA - ST's slot, which both warpgroups must have freed (after
- * their P V of it); ST - LA >= 3 leaves that a tile behind the slower warpgroup's P V. The
- * default, 5 x 2, was the fastest of 4 x 2, 5 x 2, 6 x 2 and 6 x 3 on the H200 (dense 32K
- * 19.8-20.1 ms against 21.0-21.3 with 4 x 2; bench/results/h200-ring-runs/);
+/* sa_wg_kernel's ring: ST key tiles, LA of them loaded ahead of the one computed. Refilling
+ * at iteration i goes into tile i + LA - ST's slot, which both warpgroups must have freed
+ * (after their P V of it); ST - LA >= 3 leaves that a tile behind the slower warpgroup's
+ * P V. Its default, 5 x 2, was the fastest of 4 x 2, 5 x 2, 6 x 2 and 6 x 3 on the H200
+ * (dense 32K 19.8-20.1 ms against 21.0-21.3 with 4 x 2; bench/results/h200-ring-runs/);
  * SIEVE_CUDA_WG_RING=6x2 or 6x3 picks another (a tuning hook). */
 struct WgRing {
     int st, la;
@@ -98,6 +97,143 @@ __device__ inline void fence_frags(uint32_t (&f)[K][4]) {
         for (int j = 0; j < 4; j++) asm volatile("" : "+r"(f[i][j])::"memory");
 }
 
+/* A CTA's scope, both kernels: the scope's tokens [tok0, tok0 + ntok) (the block mode: query
+ * tile I, the tiles of the most blocks first; the causal mode: the whole call) and the CTA's
+ * 128 rows [r0, r0 + 128) of its nrows = ntok x R (the causal mode: the most keys first). */
+struct WgScope {
+    uint32_t tok0, ntok, I;
+    uint64_t r0, nrows;
+};
+template <bool BLOCKS>
+__device__ inline WgScope wg_scope(const AttnArgs &a) {
+    WgScope c{0, a.T, 0, 0, 0};
+    if (BLOCKS) {
+        c.I = a.tiles - 1 - (a.group0 + blockIdx.z);
+        c.tok0 = c.I * a.block;
+        c.ntok = a.T - c.tok0 < a.block ? a.T - c.tok0 : a.block;
+        c.r0 = (uint64_t)blockIdx.x * WG_ROWS;
+    } else {
+        c.r0 = (uint64_t)(gridDim.x - 1 - blockIdx.x) * WG_ROWS;
+    }
+    c.nrows = (uint64_t)c.ntok * a.R;
+    return c;
+}
+/* The causal mode: the keys the CTA's last row sees, U (keys 0 .. U - 1). */
+__device__ inline uint32_t wg_causal_keys(const AttnArgs &a, const WgScope &c) {
+    const uint64_t rl = (c.r0 + WG_ROWS < c.nrows ? c.r0 + WG_ROWS : c.nrows) - 1;
+    const uint64_t v = (uint64_t)a.pos0 + c.tok0 + rl / a.R + 1;
+    return v < a.L ? (uint32_t)v : a.L;
+}
+/* Row r of the scope: its output row (token x Hq + head). */
+__device__ inline size_t wg_out_row(const AttnArgs &a, const WgScope &c, uint32_t kvh,
+                                    uint64_t r) {
+    const uint64_t t = c.tok0 + r / a.R;
+    return (size_t)t * a.Hq + (size_t)kvh * a.R + (uint32_t)(r % a.R);
+}
+/* No key visible (no keys at all): out 0, lse -inf for the CTA's rows, as elsewhere; by the
+ * CTA's NT threads. */
+template <uint32_t NT>
+__device__ inline void wg_no_keys(const AttnArgs &a, const WgScope &c, uint32_t kvh,
+                                  uint32_t tid) {
+    for (uint32_t i = tid; i < WG_ROWS; i += NT) {
+        const uint64_t r = c.r0 + i;
+        if (r >= c.nrows) break;
+        const size_t orow = wg_out_row(a, c, kvh, r);
+        for (int k = 0; k < WG_DIM; k++) a.out[orow * WG_DIM + k] = 0.f;
+        if (a.lse) a.lse[orow] = -INFINITY;
+    }
+}
+/* A warpgroup's 64 query rows as the A fragments of S's wgmma: qa[kk], columns 16 kk ..
+ * 16 kk + 15 of rows rb and rb + 8 of the scope (rb = the warp's first row + gq; rows past the
+ * scope: zeros), each element negated where the scale is negative (so scores times |scale|
+ * are the scaled scores, and a tile's largest raw score gives its largest scaled one). */
+template <typename E>
+__device__ inline void wg_load_queries(const AttnArgs &a, const WgScope &c, uint32_t kvh,
+                                       uint64_t rb, uint32_t tq,
+                                       uint32_t (&qa)[WG_DIM / 16][4]) {
+    const E *qr[2];
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+        const uint64_t r = rb + 8 * h;
+        qr[h] = r < c.nrows ? (const E *)a.q + wg_out_row(a, c, kvh, r) * WG_DIM : nullptr;
+    }
+    load_a_frags<E, WG_DIM>(qr[0], qr[1], tq, qa);
+    if (a.scale_log2 < 0.f) /* both halves' signs */
+#pragma unroll
+        for (int kk = 0; kk < WG_DIM / 16; kk++)
+#pragma unroll
+            for (int x = 0; x < 4; x++) qa[kk][x] ^= 0x80008000u;
+}
+/* The positions of the thread's rows rb and rb + 8 (-1 past the scope), and the least
+ * position of its warpgroup's rows (from rw). */
+__device__ inline void wg_positions(const AttnArgs &a, const WgScope &c, uint64_t rb,
+                                    uint64_t rw, int64_t (&rowpos)[2], int64_t &wgpos) {
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+        const uint64_t r = rb + 8 * h;
+        rowpos[h] = r < c.nrows ? (int64_t)a.pos0 + c.tok0 + (int64_t)(r / a.R) : -1;
+    }
+    wgpos = rw < c.nrows ? (int64_t)a.pos0 + c.tok0 + (int64_t)(rw / a.R) : -1;
+}
+/* The mask of a tile of NB x 8 keys (scores s, accumulator 4 j + 2 h + e: row h's column
+ * 8 j + 2 tq + e) and the thread's maxima of its two rows: open, every key visible to every
+ * row of the warpgroup (no mask); else columns past a row's last visible key (key tiles: its
+ * position, clipped at end - 1; pooled rows: the list's ncorr) become -inf. */
+template <int NB>
+__device__ inline void wg_mask_max(float *s, bool open, bool keyt, const int64_t (&rowpos)[2],
+                                   int64_t end, int64_t kp0, uint32_t ncorr, uint32_t tq,
+                                   float (&mx)[2]) {
+    if (open) {
+#pragma unroll
+        for (int i = 0; i < 4 * NB; i++) mx[(i >> 1) & 1] = fmaxf(mx[(i >> 1) & 1], s[i]);
+        return;
+    }
+    /* the last visible column of each row (-1: none), relative to the tile */
+    int32_t lim[2];
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+        int64_t x = keyt ? (rowpos[h] < end - 1 ? rowpos[h] : end - 1) - kp0
+                         : (int64_t)ncorr - 1 - kp0;
+        x = x < -1 ? -1 : x > 8 * NB - 1 ? 8 * NB - 1 : x;
+        lim[h] = (int32_t)x;
+    }
+#pragma unroll
+    for (int j = 0; j < NB; j++) {
+#pragma unroll
+        for (int e = 0; e < 2; e++) {
+            const int32_t col = j * 8 + 2 * (int32_t)tq + e;
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+                float &v = s[4 * j + 2 * h + e];
+                v = col <= lim[h] ? v : -INFINITY;
+                mx[h] = fmaxf(mx[h], v);
+            }
+        }
+    }
+}
+/* out = O / l, lse = (m + log2 l) ln 2 of the thread's rows rb and rb + 8, straight from the
+ * accumulators (l: the thread's partial sums, completed over the quad here). */
+__device__ inline void wg_store(const AttnArgs &a, const WgScope &c, uint32_t kvh, uint64_t rb,
+                                uint32_t tq, const float (&o)[64], float (&l)[2],
+                                const float (&m)[2]) {
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+        l[h] += __shfl_xor_sync(0xffffffffu, l[h], 1);
+        l[h] += __shfl_xor_sync(0xffffffffu, l[h], 2);
+        const uint64_t r = rb + 8 * h;
+        if (r >= c.nrows) continue;
+        const size_t orow = wg_out_row(a, c, kvh, r);
+        const float inv = l[h] > 0.f ? 1.f / l[h] : 0.f;
+        float *dst = a.out + orow * WG_DIM + 2 * tq;
+#pragma unroll
+        for (int j = 0; j < 16; j++)
+            *(float2 *)(dst + 8 * j) =
+                make_float2(o[4 * j + 2 * h] * inv, o[4 * j + 2 * h + 1] * inv);
+        if (tq == 0 && a.lse)
+            a.lse[orow] = l[h] > 0.f ? (m[h] + log2f(l[h])) * 0.69314718055994531f : -INFINITY;
+    }
+}
+
 template <typename E, int MODE, int RING>
 __global__ void __launch_bounds__(WG_THREADS, 1) sa_wg_kernel(const __grid_constant__ AttnArgs a) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -112,19 +248,8 @@ __global__ void __launch_bounds__(WG_THREADS, 1) sa_wg_kernel(const __grid_const
     const uint32_t tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, wg = warp >> 2;
     const uint32_t wq = warp & 3, gq = lane >> 2, tq = lane & 3;
     const uint32_t kvh = blockIdx.y;
-    /* the scope's tokens [tok0, tok0 + ntok) and this CTA's rows [r0, r0 + 128) of its
-     * ntok x R rows */
-    uint32_t tok0 = 0, ntok = a.T, I = 0;
-    uint64_t r0;
-    if (BLOCKS) {
-        I = a.tiles - 1 - (a.group0 + blockIdx.z); /* the tiles of the most blocks first */
-        tok0 = I * a.block;
-        ntok = a.T - tok0 < a.block ? a.T - tok0 : a.block;
-        r0 = (uint64_t)blockIdx.x * WG_ROWS;
-    } else {
-        r0 = (uint64_t)(gridDim.x - 1 - blockIdx.x) * WG_ROWS; /* the most keys first */
-    }
-    const uint64_t nrows = (uint64_t)ntok * a.R;
+    const WgScope sc0 = wg_scope<BLOCKS>(a);
+    const uint64_t r0 = sc0.r0, nrows = sc0.nrows;
     if (r0 >= nrows) return;
 
     /* the key tiles: causal, keys 0 .. U - 1; blocks, the kept blocks' 64-key tiles and then
@@ -133,27 +258,18 @@ __global__ void __launch_bounds__(WG_THREADS, 1) sa_wg_kernel(const __grid_const
     const uint32_t bsh = a.bsub == 2 ? 1u : 0u; /* blocks: 64-key tiles a block, 1 or 2 */
     const int32_t *lkept = nullptr, *lcorr = nullptr;
     if (BLOCKS) {
-        const BlockLists bl = block_lists(a, kvh, I);
+        const BlockLists bl = block_lists(a, kvh, sc0.I);
         nkt = bl.nkt;
         ncorr = bl.ncorr;
         lkept = bl.kept;
         lcorr = bl.corr;
         ntiles = nkt + (ncorr + SA_BN - 1) / SA_BN;
     } else {
-        const uint64_t rl = (r0 + WG_ROWS < nrows ? r0 + WG_ROWS : nrows) - 1;
-        const uint64_t v = (uint64_t)a.pos0 + tok0 + rl / a.R + 1;
-        U = v < a.L ? (uint32_t)v : a.L;
+        U = wg_causal_keys(a, sc0);
         ntiles = (U + SA_BN - 1) / SA_BN;
     }
-    if (ntiles == 0) { /* no key visible (no keys at all): out 0, lse -inf, as elsewhere */
-        for (uint32_t i = tid; i < WG_ROWS; i += WG_THREADS) {
-            const uint64_t r = r0 + i;
-            if (r >= nrows) break;
-            const uint64_t t = tok0 + r / a.R;
-            const size_t orow = (size_t)t * a.Hq + (size_t)kvh * a.R + (uint32_t)(r % a.R);
-            for (int c = 0; c < WG_DIM; c++) a.out[orow * WG_DIM + c] = 0.f;
-            if (a.lse) a.lse[orow] = -INFINITY;
-        }
+    if (ntiles == 0) {
+        wg_no_keys<WG_THREADS>(a, sc0, kvh, tid);
         return;
     }
     if (tid == 0) {
@@ -238,25 +354,8 @@ __global__ void __launch_bounds__(WG_THREADS, 1) sa_wg_kernel(const __grid_const
      * first tiles' copies are issued, and negated only where needed, so that no thread waits
      * for its queries before issuing copies: the two latencies overlap. */
     uint32_t qa[WG_DIM / 16][4];
-    {
-        const E *qr[2];
-#pragma unroll
-        for (int h = 0; h < 2; h++) {
-            const uint64_t r = r0 + wg * 64 + wq * 16 + gq + 8 * h;
-            qr[h] = nullptr;
-            if (r < nrows) {
-                const uint64_t t = tok0 + r / a.R;
-                const uint32_t hr = (uint32_t)(r % a.R);
-                qr[h] = (const E *)a.q + ((size_t)t * a.Hq + (size_t)kvh * a.R + hr) * WG_DIM;
-            }
-        }
-        load_a_frags<E, WG_DIM>(qr[0], qr[1], tq, qa);
-        if (a.scale_log2 < 0.f) /* both halves' signs */
-#pragma unroll
-            for (int kk = 0; kk < WG_DIM / 16; kk++)
-#pragma unroll
-                for (int x = 0; x < 4; x++) qa[kk][x] ^= 0x80008000u;
-    }
+    const uint64_t rb = r0 + wg * 64 + wq * 16 + gq; /* this thread's rows rb, rb + 8 */
+    wg_load_queries<E>(a, sc0, kvh, rb, tq, qa);
     /* tile t is announced (its full barrier) by each warp once that warp's own copies of it
      * landed: tile 0 here, tile i + 1 at the start of iteration i */
     cp_async_wait<LA - 1>();
@@ -266,14 +365,8 @@ __global__ void __launch_bounds__(WG_THREADS, 1) sa_wg_kernel(const __grid_const
 
     /* this thread's two rows (gq and gq + 8 of its warp's 16): their positions (-1 past the
      * scope), and the least position of the warpgroup's rows */
-    int64_t rowpos[2];
-#pragma unroll
-    for (int h = 0; h < 2; h++) {
-        const uint64_t r = r0 + wg * 64 + wq * 16 + gq + 8 * h;
-        rowpos[h] = r < nrows ? (int64_t)a.pos0 + tok0 + (int64_t)(r / a.R) : -1;
-    }
-    const uint64_t rw = r0 + wg * 64;
-    const int64_t wgpos = rw < nrows ? (int64_t)a.pos0 + tok0 + (int64_t)(rw / a.R) : -1;
+    int64_t rowpos[2], wgpos;
+    wg_positions(a, sc0, rb, r0 + wg * 64, rowpos, wgpos);
 
     /* the tensor cores in turns: warpgroup w issues its matrix work after named barrier
      * 1 + w completes (its own 128 threads and the other's 128 arrivals) and then lets the
@@ -364,33 +457,7 @@ __global__ void __launch_bounds__(WG_THREADS, 1) sa_wg_kernel(const __grid_const
         const bool open = keyt ? kp0 + SA_BN <= end && kp0 + SA_BN - 1 <= wgpos
                                : kp0 + SA_BN <= (int64_t)ncorr;
         float mx[2] = {-INFINITY, -INFINITY};
-        if (open) { /* every key of the tile visible to every row of the warpgroup */
-#pragma unroll
-            for (int i = 0; i < 32; i++) mx[(i >> 1) & 1] = fmaxf(mx[(i >> 1) & 1], s[i]);
-        } else {
-            /* the last visible column of each row (-1: none), relative to the tile */
-            int32_t lim[2];
-#pragma unroll
-            for (int h = 0; h < 2; h++) {
-                int64_t x = keyt ? (rowpos[h] < end - 1 ? rowpos[h] : end - 1) - kp0
-                                 : (int64_t)ncorr - 1 - kp0;
-                x = x < -1 ? -1 : x > SA_BN - 1 ? SA_BN - 1 : x;
-                lim[h] = (int32_t)x;
-            }
-#pragma unroll
-            for (int j = 0; j < 8; j++) {
-#pragma unroll
-                for (int e = 0; e < 2; e++) {
-                    const int32_t c = j * 8 + 2 * (int32_t)tq + e;
-#pragma unroll
-                    for (int h = 0; h < 2; h++) {
-                        float &v = s[4 * j + 2 * h + e];
-                        v = c <= lim[h] ? v : -INFINITY;
-                        mx[h] = fmaxf(mx[h], v);
-                    }
-                }
-            }
-        }
+        wg_mask_max<SA_BN / 8>(s, open, keyt, rowpos, end, kp0, ncorr, tq, mx);
         /* the scaled maxima (|scale| > 0: the raw order is the scaled one; scale 0 means the
          * default, never 0 here), the running maxima folded in */
 #pragma unroll
@@ -463,25 +530,7 @@ __global__ void __launch_bounds__(WG_THREADS, 1) sa_wg_kernel(const __grid_const
         finish(pa);
     }
     cp_async_wait<0>();
-
-    /* out = O / l, lse = (m + log2 l) ln 2, straight from the accumulators */
-#pragma unroll
-    for (int h = 0; h < 2; h++) {
-        l[h] += __shfl_xor_sync(0xffffffffu, l[h], 1);
-        l[h] += __shfl_xor_sync(0xffffffffu, l[h], 2);
-        const uint64_t r = r0 + wg * 64 + wq * 16 + gq + 8 * h;
-        if (r >= nrows) continue;
-        const uint64_t t = tok0 + r / a.R;
-        const size_t orow = (size_t)t * a.Hq + (size_t)kvh * a.R + (uint32_t)(r % a.R);
-        const float inv = l[h] > 0.f ? 1.f / l[h] : 0.f;
-        float *dst = a.out + orow * WG_DIM + 2 * tq;
-#pragma unroll
-        for (int j = 0; j < 16; j++)
-            *(float2 *)(dst + 8 * j) =
-                make_float2(o[4 * j + 2 * h] * inv, o[4 * j + 2 * h + 1] * inv);
-        if (tq == 0 && a.lse)
-            a.lse[orow] = l[h] > 0.f ? (m[h] + log2f(l[h])) * 0.69314718055994531f : -INFINITY;
-    }
+    wg_store(a, sc0, kvh, rb, tq, o, l, m);
 #else
     (void)a;
     __trap();
@@ -542,17 +591,8 @@ __global__ void __launch_bounds__(WGP_THREADS, 1)
     uint64_t *emptyk = fullv + SV, *emptyv = emptyk + SK;
     const uint32_t tid = threadIdx.x, wg = tid >> 7;
     const uint32_t kvh = blockIdx.y;
-    uint32_t tok0 = 0, ntok = a.T, I = 0;
-    uint64_t r0;
-    if (BLOCKS) {
-        I = a.tiles - 1 - (a.group0 + blockIdx.z); /* the tiles of the most blocks first */
-        tok0 = I * a.block;
-        ntok = a.T - tok0 < a.block ? a.T - tok0 : a.block;
-        r0 = (uint64_t)blockIdx.x * WG_ROWS;
-    } else {
-        r0 = (uint64_t)(gridDim.x - 1 - blockIdx.x) * WG_ROWS; /* the most keys first */
-    }
-    const uint64_t nrows = (uint64_t)ntok * a.R;
+    const WgScope sc0 = wg_scope<BLOCKS>(a);
+    const uint64_t r0 = sc0.r0, nrows = sc0.nrows;
     if (r0 >= nrows) return;
 
     /* the key tiles: causal, keys 0 .. U - 1; blocks, the kept blocks (one tile each) and then
@@ -560,27 +600,18 @@ __global__ void __launch_bounds__(WGP_THREADS, 1)
     uint32_t ntiles, nkt = 0, ncorr = 0, U = 0;
     const int32_t *lkept = nullptr, *lcorr = nullptr;
     if (BLOCKS) {
-        const BlockLists bl = block_lists(a, kvh, I);
+        const BlockLists bl = block_lists(a, kvh, sc0.I);
         nkt = bl.nkt >> 1; /* bl.nkt counts 64-key tiles, two a block */
         ncorr = bl.ncorr;
         lkept = bl.kept;
         lcorr = bl.corr;
         ntiles = nkt + (ncorr + BN - 1) / BN;
     } else {
-        const uint64_t rl = (r0 + WG_ROWS < nrows ? r0 + WG_ROWS : nrows) - 1;
-        const uint64_t v = (uint64_t)a.pos0 + tok0 + rl / a.R + 1;
-        U = v < a.L ? (uint32_t)v : a.L;
+        U = wg_causal_keys(a, sc0);
         ntiles = (U + BN - 1) / BN;
     }
-    if (ntiles == 0) { /* no key visible (no keys at all): out 0, lse -inf, as elsewhere */
-        for (uint32_t i = tid; i < WG_ROWS; i += WGP_THREADS) {
-            const uint64_t r = r0 + i;
-            if (r >= nrows) break;
-            const uint64_t t = tok0 + r / a.R;
-            const size_t orow = (size_t)t * a.Hq + (size_t)kvh * a.R + (uint32_t)(r % a.R);
-            for (int c = 0; c < WG_DIM; c++) a.out[orow * WG_DIM + c] = 0.f;
-            if (a.lse) a.lse[orow] = -INFINITY;
-        }
+    if (ntiles == 0) {
+        wg_no_keys<WGP_THREADS>(a, sc0, kvh, tid);
         return;
     }
     if (tid == 0) {
@@ -669,7 +700,8 @@ __global__ void __launch_bounds__(WGP_THREADS, 1)
             copy(ring0 + SM::V0 + sv * SM::TILE + soff, vb, pvb);
             mbar_arrive_cp_async(&fullv[sv]);
         }
-        cp_async_wait<0>();
+        /* every copy landed before the producer leaves (none is in a committed group) */
+        asm volatile("cp.async.wait_all;\n" ::: "memory");
         return;
     }
     asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n" ::: "memory");
@@ -678,33 +710,10 @@ __global__ void __launch_bounds__(WGP_THREADS, 1)
     const uint32_t wq = warp & 3, gq = lane >> 2, tq = lane & 3;
     /* this consumer's 64 query rows as the A fragments of S's wgmma (as in sa_wg_kernel) */
     uint32_t qa[WG_DIM / 16][4];
-    {
-        const E *qr[2];
-#pragma unroll
-        for (int h = 0; h < 2; h++) {
-            const uint64_t r = r0 + cw * 64 + wq * 16 + gq + 8 * h;
-            qr[h] = nullptr;
-            if (r < nrows) {
-                const uint64_t t = tok0 + r / a.R;
-                const uint32_t hr = (uint32_t)(r % a.R);
-                qr[h] = (const E *)a.q + ((size_t)t * a.Hq + (size_t)kvh * a.R + hr) * WG_DIM;
-            }
-        }
-        load_a_frags<E, WG_DIM>(qr[0], qr[1], tq, qa);
-        if (a.scale_log2 < 0.f)
-#pragma unroll
-            for (int kk = 0; kk < WG_DIM / 16; kk++)
-#pragma unroll
-                for (int x = 0; x < 4; x++) qa[kk][x] ^= 0x80008000u;
-    }
-    int64_t rowpos[2];
-#pragma unroll
-    for (int h = 0; h < 2; h++) {
-        const uint64_t r = r0 + cw * 64 + wq * 16 + gq + 8 * h;
-        rowpos[h] = r < nrows ? (int64_t)a.pos0 + tok0 + (int64_t)(r / a.R) : -1;
-    }
-    const uint64_t rw = r0 + cw * 64;
-    const int64_t wgpos = rw < nrows ? (int64_t)a.pos0 + tok0 + (int64_t)(rw / a.R) : -1;
+    const uint64_t rb = r0 + cw * 64 + wq * 16 + gq; /* this thread's rows rb, rb + 8 */
+    wg_load_queries<E>(a, sc0, kvh, rb, tq, qa);
+    int64_t rowpos[2], wgpos;
+    wg_positions(a, sc0, rb, r0 + cw * 64, rowpos, wgpos);
 
     const int my_turn = 1 + (int)cw, their_turn = 2 - (int)cw;
     if (cw == 1) named_bar_arrive(1, 256);
@@ -765,32 +774,7 @@ __global__ void __launch_bounds__(WGP_THREADS, 1)
         const bool open = keyt ? kp0 + BN <= end && kp0 + BN - 1 <= wgpos
                                : kp0 + BN <= (int64_t)ncorr;
         float mx[2] = {-INFINITY, -INFINITY};
-        if (open) {
-#pragma unroll
-            for (int i = 0; i < 64; i++) mx[(i >> 1) & 1] = fmaxf(mx[(i >> 1) & 1], s[i]);
-        } else {
-            int32_t lim[2];
-#pragma unroll
-            for (int h = 0; h < 2; h++) {
-                int64_t x = keyt ? (rowpos[h] < end - 1 ? rowpos[h] : end - 1) - kp0
-                                 : (int64_t)ncorr - 1 - kp0;
-                x = x < -1 ? -1 : x > BN - 1 ? BN - 1 : x;
-                lim[h] = (int32_t)x;
-            }
-#pragma unroll
-            for (int j = 0; j < 16; j++) {
-#pragma unroll
-                for (int e = 0; e < 2; e++) {
-                    const int32_t col = j * 8 + 2 * (int32_t)tq + e;
-#pragma unroll
-                    for (int h = 0; h < 2; h++) {
-                        float &v = s[4 * j + 2 * h + e];
-                        v = col <= lim[h] ? v : -INFINITY;
-                        mx[h] = fmaxf(mx[h], v);
-                    }
-                }
-            }
-        }
+        wg_mask_max<BN / 8>(s, open, keyt, rowpos, end, kp0, ncorr, tq, mx);
 #pragma unroll
         for (int h = 0; h < 2; h++) mx[h] = fmaxf(m[h], fmaf(mx[h], sc, bias));
         float base[2], corr[2];
@@ -852,31 +836,15 @@ __global__ void __launch_bounds__(WGP_THREADS, 1)
         fence_regs<64>(o);
     }
 
-    /* out = O / l, lse = (m + log2 l) ln 2, straight from the accumulators */
-#pragma unroll
-    for (int h = 0; h < 2; h++) {
-        l[h] += __shfl_xor_sync(0xffffffffu, l[h], 1);
-        l[h] += __shfl_xor_sync(0xffffffffu, l[h], 2);
-        const uint64_t r = r0 + cw * 64 + wq * 16 + gq + 8 * h;
-        if (r >= nrows) continue;
-        const uint64_t t = tok0 + r / a.R;
-        const size_t orow = (size_t)t * a.Hq + (size_t)kvh * a.R + (uint32_t)(r % a.R);
-        const float inv = l[h] > 0.f ? 1.f / l[h] : 0.f;
-        float *dst = a.out + orow * WG_DIM + 2 * tq;
-#pragma unroll
-        for (int j = 0; j < 16; j++)
-            *(float2 *)(dst + 8 * j) =
-                make_float2(o[4 * j + 2 * h] * inv, o[4 * j + 2 * h + 1] * inv);
-        if (tq == 0 && a.lse)
-            a.lse[orow] = l[h] > 0.f ? (m[h] + log2f(l[h])) * 0.69314718055994531f : -INFINITY;
-    }
+    wg_store(a, sc0, kvh, rb, tq, o, l, m);
 #else
     (void)a;
     __trap();
 #endif
 }
 
-/* Whether a call runs on sa_wg_kernel: compute capability 9.0, head_dim = v_dim = 128,
+/* Whether a call runs on a wgmma kernel (sa_wgp_kernel or sa_wg_kernel, as wg_ring picks):
+ * compute capability 9.0, head_dim = v_dim = 128,
  * out 8-byte aligned (float2 stores; lse is written a float at a time), and
  * (SIEVE_CUDA_ATTN_KERNEL unset or "auto") at least one CTA of 128 rows an SM; "wgmma" drops
  * the last condition, "mma" keeps the mma.sync kernel. */

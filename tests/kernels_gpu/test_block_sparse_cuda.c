@@ -408,15 +408,14 @@ static const bcase WG_CASES[] = {
     {SIEVE_DTYPE_F16, 100, 12, 4, 128, 128, 23000, 22900, 64, 0.2f, 1, 1, 1.0f, -0.09f},
     {SIEVE_DTYPE_BF16, 40, 40, 2, 128, 128, 3000, 2960, 64, 0.2f, 1, 1, 1.0f, 0.0f},
 };
-/* The attention kernel's rings: 64-key tiles (STxLA) and 128-key tiles (kSKvSV; blocks of 128
- * only: blocks of 64 given one of these take the 64-key default). */
-static const char *const WG_RING_NAMES[] = {"5x2", "6x2", "6x3", "k3v3", "k3v4"};
-#define WG_NRING_NAMES (sizeof WG_RING_NAMES / sizeof WG_RING_NAMES[0])
+/* The 64-key attention kernel's rings (STxLA); the 128-key kernel's (kSKvSV) are named in
+ * WGP_CASE_TEST below. */
+static const char *const WG_RING_NAMES[] = {"5x2", "6x2", "6x3"};
 
-static void run_wg_case(const bcase *c, uint64_t seed, int ring) {
+static void run_wg_case(const bcase *c, uint64_t seed, const char *ring) {
     cr_assert_eq(setenv("SIEVE_CUDA_ATTN_KERNEL", "wgmma", 1), 0);
     cr_assert_eq(setenv("SIEVE_CUDA_BSP_SCORE", "wgmma", 1), 0);
-    cr_assert_eq(setenv("SIEVE_CUDA_WG_RING", WG_RING_NAMES[ring % WG_NRING_NAMES], 1), 0);
+    cr_assert_eq(setenv("SIEVE_CUDA_WG_RING", ring, 1), 0);
     run_case(c, seed);
     cr_assert_eq(unsetenv("SIEVE_CUDA_ATTN_KERNEL"), 0);
     cr_assert_eq(unsetenv("SIEVE_CUDA_BSP_SCORE"), 0);
@@ -426,7 +425,7 @@ static void run_wg_case(const bcase *c, uint64_t seed, int ring) {
 #define WG_CASE_TEST(i)                                                                      \
     Test(block_sparse_cuda, wgmma_kernel_##i) {                                               \
         SKIP_WITHOUT_GPU();                                                                  \
-        run_wg_case(&WG_CASES[i], 120 + i, i);                                               \
+        run_wg_case(&WG_CASES[i], 120 + i, WG_RING_NAMES[i % 3]);                            \
     }
 WG_CASE_TEST(0)
 WG_CASE_TEST(1)
@@ -443,14 +442,15 @@ WG_CASE_TEST(11)
 
 Test(block_sparse_cuda, wgmma_kernel_many_pooled) {
     SKIP_WITHOUT_GPU();
-    run_wg_case(&MANY_POOLED, 130, 1);
+    run_wg_case(&MANY_POOLED, 130, "6x2");
 }
 
 /* The 128-key attention kernel (sa_wgp_kernel) in the block mode, blocks of 128 (a block one
  * tile): pooled rows over several tiles and a partial last one (164 and 180 visible blocks),
  * a negative scale with pooled rows, a tile's two CTAs (300 tokens x 4 heads), one token,
  * fewer keys than a block (the tile's rows clipped at n_keys), alpha 0.5 with 20 query heads
- * a kv head; both of its rings. */
+ * a kv head, and WG_CASES' two cases with blocks of 128 (alpha 0.3 without sink or window
+ * blocks; alpha 0, nothing pooled); both of its rings. */
 static const bcase WGP_CASES[] = {
     {SIEVE_DTYPE_BF16, 128, 16, 4, 128, 128, 21000, 20872, 128, 0.1f, 1, 2, 1.0f, 0.0f},
     {SIEVE_DTYPE_F16, 100, 12, 4, 128, 128, 23000, 22900, 128, 0.2f, 1, 1, 1.0f, -0.09f},
@@ -458,12 +458,14 @@ static const bcase WGP_CASES[] = {
     {SIEVE_DTYPE_BF16, 1, 32, 8, 128, 128, 3000, 2999, 128, 0.1f, 2, 2, 1.5f, 0.0f},
     {SIEVE_DTYPE_F16, 40, 8, 2, 128, 128, 50, 10, 128, 0.3f, 1, 1, 1.0f, 0.0f},
     {SIEVE_DTYPE_BF16, 200, 40, 2, 128, 128, 5000, 4800, 128, 0.5f, 1, 1, 1.0f, 0.0f},
+    {SIEVE_DTYPE_F16, 700, 16, 2, 128, 128, 2000, 1237, 128, 0.3f, 0, 0, 1.5f, 0.0f},
+    {SIEVE_DTYPE_F16, 256, 8, 2, 128, 128, 800, 544, 128, 0.0f, 0, 0, 1.0f, 0.0f},
 };
 
 #define WGP_CASE_TEST(i)                                                                     \
     Test(block_sparse_cuda, wgmma128_kernel_##i) {                                            \
         SKIP_WITHOUT_GPU();                                                                  \
-        run_wg_case(&WGP_CASES[i], 140 + i, 3 + i % 2);                                      \
+        run_wg_case(&WGP_CASES[i], 140 + i, i % 2 ? "k3v4" : "k3v3");                        \
     }
 WGP_CASE_TEST(0)
 WGP_CASE_TEST(1)
@@ -471,6 +473,8 @@ WGP_CASE_TEST(2)
 WGP_CASE_TEST(3)
 WGP_CASE_TEST(4)
 WGP_CASE_TEST(5)
+WGP_CASE_TEST(6)
+WGP_CASE_TEST(7)
 
 /* alpha 1 keeps the forced blocks and the best one; alpha 0 keeps every block, so nothing is
  * corrected (the dense answer: next test). */
