@@ -1,6 +1,6 @@
-/* attn_wg.cuh: the Hopper (sm_90a) attention kernel of dense causal attention
+/* attn_wg.cuh: the Hopper (sm_90a) attention kernels of dense causal attention
  * (kernels/cuda/sparse_attn.cu) and block-sparse prefill (kernels/cuda/block_sparse.cu) for
- * head_dim = v_dim = 128, float16 or bfloat16: scores and P V on wgmma, and its launch.
+ * head_dim = v_dim = 128, float16 or bfloat16: scores and P V on wgmma, and their launch.
  *
  * Owns: sa_wg_kernel (64-key tiles) and sa_wgp_kernel (128-key tiles, a producer
  * warpgroup; described above it) in the causal and block modes of attn_kernel.cuh (the same
