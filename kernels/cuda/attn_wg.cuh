@@ -73,14 +73,6 @@ struct WgSmem {
     static_assert(BYTES <= 232448, "a ring beyond the SM's 227 KB of shared memory");
 };
 
-/* Descriptor d (sw128_desc, sw128_desc_mn) moved u 16-byte units on: the start address
- * (>> 4) is the low word's low 14 bits and shared addresses are below 2^18, so one 32-bit
- * add to the low word, no carry into the other fields: per tile an add a descriptor, not a
- * rebuild. */
-__device__ inline uint64_t desc_add(uint64_t d, uint32_t u) {
-    return (d & ~0xffffffffull) | (uint32_t)((uint32_t)d + u);
-}
-
 /* Keeps the compiler from moving accumulator registers across a wgmma sequence (a copy
  * between two wgmma of one sequence makes ptxas wait for the first). */
 template <int N>

@@ -68,6 +68,15 @@ __device__ inline uint64_t sw128_desc_mn(const void *smem, uint32_t lbo) {
     d |= 1ull << 62;                              /* 128-byte swizzle */
     return d;
 }
+
+/* Descriptor d (sw128_desc, sw128_desc_mn) moved u 16-byte units on: the start address
+ * (>> 4) is the low word's low 14 bits and shared addresses are below 2^18, so one 32-bit
+ * add to the low word, no carry into the other fields: per tile an add a descriptor, not a
+ * rebuild. */
+__device__ inline uint64_t desc_add(uint64_t d, uint32_t u) {
+    return (d & ~0xffffffffull) | (uint32_t)((uint32_t)d + u);
+}
+
 __device__ inline void wgmma_fence() {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
     asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
