@@ -9,22 +9,25 @@
  *
  * The scoring tile. A CTA of two warpgroups holds 128 head rows of query tokens resident in
  * shared memory (each token's heads padded to Hp = 16, 32 or 64 rows, so 128 / Hp tokens)
- * and streams a range of keys past them, 128 keys a tile: queries are the wgmma A operand
- * (M = 64 a warpgroup), keys the B operand (N = 128), both K-major in 128-byte-swizzled
- * shared memory, the keys through a 4-slot cp.async ring of 64-wide chunks of head_dim. A
- * work unit is (token tile, key range); the ranges are sized so the units fill the GPU in
- * nearly whole waves. Loading the queries once a unit halves the bytes per product against
- * a tile that reloads both operands (measured: 17.4 -> 12.2 ms at the target shape,
- * bench/RESULTS.md). The epilogue turns each thread's two head rows into
- * fmaf(w1, relu(d1), w0 * relu(d0)), sums the 16 rows of a warp by a reduce-scatter over
- * the lane bits of the row (16 + 8 + 4 shuffles for 32 keys) and the warps of a token in
- * shared memory in a fixed order ((w0 + w1) + (w2 + w3)), so a key's score is bit-identical
- * in the GATE and MAT modes and every launch (a sampled key sits at another column of its
- * tile, so its SAMPLE score may differ in the last bits: it only proposes a boundary, and
- * certification uses the gate pass's own scores). Then:
+ * and streams a range of keys past them, 128 keys a tile: keys are the wgmma A operand
+ * (M = 64 a warpgroup), the head rows the B operand (N = 128), both K-major in
+ * 128-byte-swizzled shared memory, the keys through a 4-slot cp.async ring of 64-wide chunks
+ * of head_dim. A work unit is (token tile, key range); the ranges are sized so the units
+ * fill the GPU in nearly whole waves. Loading the queries once a unit halves the bytes per
+ * product against a tile that reloads both operands (measured: 17.4 -> 12.2 ms at the target
+ * shape, bench/RESULTS.md). With the keys as rows of the product a thread holds two keys
+ * and, for each, a quarter of every token's head rows in its registers: the epilogue folds them
+ * (w relu(dot), summed over the thread's heads in a fixed tree) and the four lanes of a quad
+ * finish each sum by a two-step reduce-scatter, so every score is ((P0 + P1) + (P2 + P3)) of
+ * the quad's partial sums: the same order of additions for every key, and the GATE and MAT
+ * modes score a key bit for bit alike (the same code at the same tile position). With
+ * the queries as rows instead, a tile also cost a 16-row reduce-scatter and a shared-memory
+ * combine: the gate scan at the target shape ran 5.59 against 4.14 billion instructions,
+ * 10.6 against 8.4 ms (bench/RESULTS.md). Then:
  *   SAMPLE  writes the score of each key of a fixed-stride sample (-inf where not visible);
  *   GATE    appends (score, key) of every visible key at or above the query's proposed
- *           boundary to its candidate buffer (one atomic a warp), counting past the capacity;
+ *           boundary to its candidate buffer (one atomic a warp and token), counting past
+ *           the capacity;
  *   MAT     writes every score of the row (-inf where not visible): the materialized path.
  * The score matrix is never written on the fused path.
  */
@@ -42,8 +45,8 @@ using namespace sieve_cuda;
 namespace {
 
 constexpr int IX_SAMPLE = 0, IX_GATE = 1, IX_MAT = 2;
-constexpr int IX_BQ = 128; /* head rows a tile: two warpgroups of 64 */
-constexpr int IX_BR = 128; /* keys a tile (wgmma N) */
+constexpr int IX_BQ = 128; /* head rows a tile (wgmma N, both warpgroups) */
+constexpr int IX_BR = 128; /* keys a tile: two warpgroups of 64 (wgmma M) */
 constexpr int IX_KC = 64;  /* elements a K chunk: one 128-byte swizzle row */
 constexpr int IX_ST = 4;   /* key pipeline stages */
 constexpr int IX_KT_MAX = 4; /* K chunks of the resident query tile: head_dim up to 256 */
@@ -77,7 +80,7 @@ struct IxParams {
     const void *q;    /* [T][H][D] */
     const void *keys; /* [L][D] */
     const float *w;   /* [T][H] */
-    uint32_t H, Hp, hp_log2, D;
+    uint32_t H, hp_log2, D;  /* heads, log2 of the padded heads Hp, head_dim */
     IxVis vis;
     uint32_t ntok;        /* tokens in this launch */
     const uint32_t *tmap; /* launch token i -> query token (NULL: i) */
@@ -95,20 +98,24 @@ struct IxParams {
 };
 
 
-template <typename E, int MODE>
+template <typename E, int MODE, int HPL>
 __global__ void __launch_bounds__(256, 2) ix_scan_kernel(const __grid_constant__ IxParams p) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
     constexpr int KC = IX_KC, BQ = IX_BQ, BR = IX_BR, ST = IX_ST;
     constexpr int AHEAD = ST - 2; /* key chunks loading ahead of the one computed */
+    constexpr int HP = 1 << HPL;  /* head rows a token */
+    constexpr int TPT = BQ / HP;  /* tokens a tile: 8, 4 or 2 */
+    constexpr int NPT = HP / 8;   /* accumulator steps of n a token: 2, 4 or 8 */
+    constexpr int NL = TPT / 2;   /* (key, token) scores a lane holds after the sum: 4, 2, 1 */
+    static_assert(HPL >= 4 && HPL <= 6, "Hp = 16, 32 or 64");
     extern __shared__ unsigned char smem_raw[];
     const uint32_t sbase = (uint32_t)__cvta_generic_to_shared(smem_raw);
     unsigned char *sm = smem_raw + ((1024u - (sbase & 1023u)) & 1023u);
     const int KT = (int)((p.D + KC - 1) / KC);
     E *Qs = (E *)sm;                               /* [KT][BQ][64]: the unit's queries */
     E *Rs = (E *)(sm + (size_t)KT * BQ * KC * 2);  /* [ST][BR][64]: the key ring */
-    __shared__ float red[2][4][BR];                /* [warpgroup][warp][key] */
+    __shared__ __align__(16) float wsm[BQ];        /* the unit's weights by head row */
 
-    const uint32_t tpt = (uint32_t)BQ >> p.hp_log2; /* tokens a tile */
     const uint32_t nkt = (p.nkeys + BR - 1) / BR;
     const uint32_t units = p.ntt * p.nsplit;
     const E *qg = (const E *)p.q;
@@ -117,8 +124,13 @@ __global__ void __launch_bounds__(256, 2) ix_scan_kernel(const __grid_constant__
     const int wg = threadIdx.x / 128;
     const int lane = threadIdx.x % 32, wq = (threadIdx.x % 128) / 32;
     const int g = lane / 4, tq = lane % 4;
-    const uint32_t tpw = 64u >> p.hp_log2; /* tokens a warpgroup */
-    const uint32_t wpt = p.Hp >> 4;        /* warps a token: 1, 2 or 4 */
+    /* this thread's keys in a tile: rows 16 wq + g + 8h of its warpgroup's 64; after the
+       sum over heads it holds row h = tq & 1 (kx below) for tokens 2m + (tq >> 1) */
+    const uint32_t kx = (uint32_t)(64 * wg + 16 * wq + g + 8 * (tq & 1));
+    /* the shared-memory address of this thread's first copied row in ring slot 0 (rows 32
+       apart share its swizzle, which repeats every 8 rows) */
+    const uint32_t rs0 =
+        smem_u32(sm + (size_t)KT * BQ * KC * 2) + 2u * (uint32_t)(lr * KC + ((lc ^ (lr & 7)) << 3));
     auto tok = [&](uint32_t i) { return p.tmap ? p.tmap[i] : i; };
 
     float acc[64];
@@ -126,7 +138,7 @@ __global__ void __launch_bounds__(256, 2) ix_scan_kernel(const __grid_constant__
     for (int i = 0; i < 64; i++) acc[i] = 0.f;
 
     for (uint32_t u = blockIdx.x; u < units; u += gridDim.x) {
-        const uint32_t tok0 = (u / p.nsplit) * tpt;
+        const uint32_t tok0 = (u / p.nsplit) * TPT;
         const uint32_t kt0 = (u % p.nsplit) * p.kt_per;
         if (kt0 >= nkt) continue;
         const uint32_t nt = min(p.kt_per, nkt - kt0); /* key tiles of this unit */
@@ -138,7 +150,7 @@ __global__ void __launch_bounds__(256, 2) ix_scan_kernel(const __grid_constant__
 #pragma unroll
         for (int j = 0; j < 4; j++) {
             const uint32_t m = lr + 32 * j; /* row: token m / Hp, head m % Hp */
-            const uint32_t ti = tok0 + (m >> p.hp_log2), hd = m & (p.Hp - 1);
+            const uint32_t ti = tok0 + (m >> HPL), hd = m & (HP - 1);
             const E *qp = ti < p.ntok && hd < p.H ? qg + ((size_t)tok(ti) * p.H + hd) * p.D : nullptr;
             for (int kt = 0; kt < KT; kt++) {
                 const int k0 = kt * KC + lc * 8;
@@ -148,28 +160,53 @@ __global__ void __launch_bounds__(256, 2) ix_scan_kernel(const __grid_constant__
             }
         }
         cp_async_commit();
+        /* the unit's weights by head row (0 for padded heads and tokens): read by every
+           thread after the first chunk's block barrier; the previous unit's reads ended
+           before its closing barrier */
+        if (threadIdx.x < (unsigned)BQ) {
+            const uint32_t m = threadIdx.x, ti = tok0 + (m >> HPL), hd = m & (HP - 1);
+            wsm[m] = ti < p.ntok && hd < p.H ? __ldg(p.w + (size_t)tok(ti) * p.H + hd) : 0.f;
+        }
         /* the key loads run ahead of the chunks computed: a cursor (tile, chunk, slot) that
-           steps by one chunk a call, so no division in the loop */
-        uint32_t ld_it = 0, ld_slot = 0;
+           steps by one chunk a call. The gate and materialized scans read keys in order:
+           one pointer to this thread's first row steps along whole tiles, its other rows
+           32 rows apart; the sample reads its keys through the sample's row table */
+        uint32_t ld_slot = 0;
         int ld_kc = 0;
+        uint32_t ld_row = kt0 * BR + (uint32_t)lr; /* this thread's first row in the tile */
+        const E *ld_ptr = kg + (size_t)ld_row * p.D + lc * 8;
+        const size_t rstep = (size_t)32 * p.D;
         auto load_next = [&]() {
             const int k0 = ld_kc * KC + lc * 8;
-            E *rs = Rs + (size_t)ld_slot * BR * KC;
+            const uint32_t rs = rs0 + ld_slot * (uint32_t)(BR * KC * 2);
             const bool kin = k0 < (int)p.D;
-            const uint32_t li0 = (kt0 + ld_it) * BR;
+            constexpr uint32_t RB = 32 * KC * 2; /* bytes between a thread's rows */
+            if constexpr (MODE == IX_SAMPLE) {
 #pragma unroll
-            for (int j = 0; j < 4; j++) {
-                const int r = lr + 32 * j;
-                const uint32_t li = li0 + (uint32_t)r;
-                const bool ok = li < p.nkeys && kin;
-                const uint32_t phys = MODE == IX_SAMPLE ? (ok ? __ldg(p.s_rows + li) : 0u) : li;
-                cp_async16(rs + r * KC + ((lc ^ (r & 7)) << 3),
-                           ok ? (const void *)(kg + (size_t)phys * p.D + k0) : p.keys, ok ? 16 : 0);
+                for (int j = 0; j < 4; j++) {
+                    const uint32_t li = ld_row + 32u * (uint32_t)j;
+                    const bool ok = li < p.nkeys && kin;
+                    const uint32_t phys = ok ? __ldg(p.s_rows + li) : 0u;
+                    cp_async16_at<0, 0>(rs + RB * (uint32_t)j,
+                                        ok ? (const void *)(kg + (size_t)phys * p.D + k0)
+                                           : p.keys,
+                                        ok ? 16 : 0);
+                }
+            } else {
+                const E *src = ld_ptr + ld_kc * KC;
+#pragma unroll
+                for (int j = 0; j < 4; j++) {
+                    const bool ok = ld_row + 32u * (uint32_t)j < p.nkeys && kin;
+                    cp_async16_at<0, 0>(rs + RB * (uint32_t)j, ok ? (const void *)src : p.keys,
+                                        ok ? 16 : 0);
+                    src += rstep;
+                }
             }
-            ld_slot = (ld_slot + 1) % ST;
+            ld_slot = ld_slot + 1 == (uint32_t)ST ? 0u : ld_slot + 1;
             if (++ld_kc == KT) {
                 ld_kc = 0;
-                ld_it++;
+                ld_row += BR;
+                ld_ptr += (size_t)BR * p.D;
             }
         };
 #pragma unroll
@@ -177,30 +214,21 @@ __global__ void __launch_bounds__(256, 2) ix_scan_kernel(const __grid_constant__
             if ((uint32_t)s < total) load_next();
             cp_async_commit();
         }
-        /* this thread's per-unit constants: its two head rows' weights, and for each token of
-           its warpgroup the query, its visible keys and its boundary */
-        const uint32_t m0 = (uint32_t)(wq * 16 + g);
-        const uint32_t hd0 = m0 & (p.Hp - 1), hd1 = hd0 + 8;
-        float w0 = 0.f, w1 = 0.f;
-        {
-            const uint32_t ti = tok0 + (uint32_t)wg * tpw + (m0 >> p.hp_log2);
-            if (ti < p.ntok) {
-                const float *wr = p.w + (size_t)tok(ti) * p.H;
-                if (hd0 < p.H) w0 = __ldg(wr + hd0);
-                if (hd1 < p.H) w1 = __ldg(wr + hd1);
-            }
-        }
-        uint32_t u_qt[4], u_vis[4];
-        float u_thr[4];
+        /* this thread's tokens (2m + (tq >> 1) of the tile): the query, its visible keys
+           and its boundary */
+        uint32_t u_qt[NL], u_vis[NL];
+        float u_thr[NL];
 #pragma unroll
-        for (int t = 0; t < 4; t++) {
-            const uint32_t tiu = tok0 + (uint32_t)wg * tpw + (uint32_t)t;
-            const bool tv = (uint32_t)t < tpw && tiu < p.ntok;
-            u_qt[t] = tv ? tok(tiu) : 0u;
-            u_vis[t] = tv ? p.vis.visible(u_qt[t]) : 0u; /* 0: no key of this slot is visible */
-            u_thr[t] = MODE == IX_GATE && tv ? __ldg(p.thr + u_qt[t]) : 0.f;
+        for (int m = 0; m < NL; m++) {
+            const uint32_t tiu = tok0 + 2u * (uint32_t)m + ((uint32_t)tq >> 1);
+            const bool tv = tiu < p.ntok;
+            u_qt[m] = tv ? tok(tiu) : 0u;
+            u_vis[m] = tv ? p.vis.visible(u_qt[m]) : 0u; /* 0: no key of this slot is visible */
+            u_thr[m] = MODE == IX_GATE && tv ? __ldg(p.thr + u_qt[m]) : 0.f;
         }
         uint32_t slot = 0; /* the ring slot of the chunk computed */
+        /* slot 0's keys of this warpgroup, and the query tile's first chunk */
+        const uint64_t kdesc0 = sw128_desc(Rs + (size_t)wg * 64 * KC), qdesc0 = sw128_desc(Qs);
         for (uint32_t it = 0; it < nt; it++) {
             for (int kc = 0; kc < KT; kc++) {
                 const uint32_t c = it * (uint32_t)KT + (uint32_t)kc;
@@ -212,102 +240,107 @@ __global__ void __launch_bounds__(256, 2) ix_scan_kernel(const __grid_constant__
                    that read it (chunk c + AHEAD - ST <= c - 2) */
                 if (c + AHEAD < total) load_next();
                 cp_async_commit();
-                const E *qs = Qs + (size_t)kc * BQ * KC + (size_t)wg * 64 * KC;
-                const E *rs = Rs + (size_t)slot * BR * KC;
-                slot = (slot + 1) % ST;
+                /* keys are the A operand (this warpgroup's 64), the tile's 128 head rows B;
+                   16 elements along K are 2 units of the descriptors' address */
+                const uint32_t ku = slot * (uint32_t)(BR * KC * 2 / 16);
+                const uint32_t qu = (uint32_t)kc * (uint32_t)(BQ * KC * 2 / 16);
+                slot = slot + 1 == (uint32_t)ST ? 0u : slot + 1;
                 wgmma_fence();
 #pragma unroll
                 for (int kk = 0; kk < KC; kk += 16)
-                    WgmmaOp<E, BR>::run(acc, sw128_desc(qs + kk), sw128_desc(rs + kk),
-                                        kc > 0 || kk > 0);
+                    WgmmaOp<E, BQ>::run(acc, desc_add(kdesc0, ku + kk / 8),
+                                        desc_add(qdesc0, qu + kk / 8), kc > 0 || kk > 0);
                 wgmma_commit();
                 wgmma_wait<1>();
             }
             wgmma_wait<0>();
 
-            /* accumulator 4n + 2h + j: head row 16 wq + g + 8h of this warpgroup, key
-               8n + 2tq + j. Each thread first folds its two rows, then the warp's 16 rows
-               are summed by a reduce-scatter over lane bits 4, 3, 2 (g's bits): each step
-               sends half of what the thread holds to its partner and adds what it receives,
-               so after 16 + 8 + 4 shuffles thread g holds the warp's sums of keys
-               8 (2g + i / 2) + 2tq + i % 2, i < 4 */
-            const uint32_t key0 = (kt0 + it) * BR;
-            float v[32];
+            /* accumulator 4n + 2h + j: key 16 wq + g + 8h of this warpgroup, head row
+               8n + 2tq + j (token n / NPT). Each thread folds its head rows of each token
+               and key, w relu(dot), summed over n in a fixed tree; then the four lanes of a
+               quad, which hold the token's other head rows, sum by a reduce-scatter over
+               lane bits 0 and 1 (h, then the token's lowest bit), so every score is
+               ((P0 + P1) + (P2 + P3)) of the quad's partial sums, whichever lane ends with
+               it: one order of additions for every key */
+            float v[2 * TPT]; /* [token][h] */
 #pragma unroll
-            for (int n = 0; n < 16; n++)
+            for (int t = 0; t < TPT; t++) {
+                float s[NPT][2];
 #pragma unroll
-                for (int j = 0; j < 2; j++)
-                    v[n * 2 + j] = fmaf(w1, fmaxf(acc[n * 4 + 2 + j], 0.f),
-                                        w0 * fmaxf(acc[n * 4 + j], 0.f));
+                for (int i = 0; i < NPT; i++) {
+                    const int n = t * NPT + i;
+                    const float2 w = *(const float2 *)&wsm[8 * n + 2 * tq];
+#pragma unroll
+                    for (int h = 0; h < 2; h++)
+                        s[i][h] = fmaf(w.y, fmaxf(acc[n * 4 + 2 * h + 1], 0.f),
+                                       w.x * fmaxf(acc[n * 4 + 2 * h], 0.f));
+                }
+#pragma unroll
+                for (int w2 = 1; w2 < NPT; w2 *= 2)
+#pragma unroll
+                    for (int i = 0; i < NPT; i += 2 * w2)
+#pragma unroll
+                        for (int h = 0; h < 2; h++) s[i][h] += s[i + w2][h];
+                v[2 * t] = s[0][0];
+                v[2 * t + 1] = s[0][1];
+            }
+            float u1[TPT]; /* after lane bit 0: this lane's h (tq & 1), every token */
             {
-                const bool up = (g & 4) != 0;
+                const bool up = (tq & 1) != 0;
 #pragma unroll
-                for (int i = 0; i < 16; i++) {
-                    const float mine = up ? v[i + 16] : v[i], give = up ? v[i] : v[i + 16];
-                    v[i] = mine + __shfl_xor_sync(0xffffffffu, give, 16);
+                for (int t = 0; t < TPT; t++) {
+                    const float mine = up ? v[2 * t + 1] : v[2 * t];
+                    const float give = up ? v[2 * t] : v[2 * t + 1];
+                    u1[t] = mine + __shfl_xor_sync(0xffffffffu, give, 1);
                 }
             }
+            float sc[NL]; /* after lane bit 1: tokens 2m + (tq >> 1) */
             {
-                const bool up = (g & 2) != 0;
+                const bool up = (tq & 2) != 0;
 #pragma unroll
-                for (int i = 0; i < 8; i++) {
-                    const float mine = up ? v[i + 8] : v[i], give = up ? v[i] : v[i + 8];
-                    v[i] = mine + __shfl_xor_sync(0xffffffffu, give, 8);
+                for (int m = 0; m < NL; m++) {
+                    const float mine = up ? u1[2 * m + 1] : u1[2 * m];
+                    const float give = up ? u1[2 * m] : u1[2 * m + 1];
+                    sc[m] = mine + __shfl_xor_sync(0xffffffffu, give, 2);
                 }
             }
-            {
-                const bool up = (g & 1) != 0;
-#pragma unroll
-                for (int i = 0; i < 4; i++) {
-                    const float mine = up ? v[i + 4] : v[i], give = up ? v[i] : v[i + 4];
-                    v[i] = mine + __shfl_xor_sync(0xffffffffu, give, 4);
-                }
-            }
-#pragma unroll
-            for (int i = 0; i < 4; i++) red[wg][wq][8 * (2 * g + i / 2) + 2 * tq + i % 2] = v[i];
-            named_bar_sync(1 + wg, 128);
-            /* each thread: key x of the tile for every token of its warpgroup */
-            const uint32_t x = threadIdx.x % 128;
-            const uint32_t li = key0 + x;
+            const uint32_t li = (kt0 + it) * BR + kx;
             const uint32_t phys =
                 MODE == IX_SAMPLE ? (li < p.nkeys ? __ldg(p.s_rows + li) : 0u) : li;
 #pragma unroll
-            for (int t = 0; t < 4; t++) {
-                if ((uint32_t)t >= tpw) break;
-                const float *r = &red[wg][(uint32_t)t * wpt][x];
-                float sc = wpt == 1 ? r[0]
-                         : wpt == 2 ? r[0] + r[BR]
-                                    : (r[0] + r[BR]) + (r[2 * BR] + r[3 * BR]);
+            for (int m = 0; m < NL; m++) {
                 /* as the CPU does: NaN ranks last (-inf), -0 is +0 */
-                sc = sc != sc ? -INFINITY : sc + 0.0f;
-                const uint32_t qt = u_qt[t];
+                const float s = sc[m] != sc[m] ? -INFINITY : sc[m] + 0.0f;
                 /* u_vis is 0 for a slot past the launch's tokens; li < nkeys: a real key */
-                const bool vis = li < p.nkeys && phys < u_vis[t];
+                const bool vis = li < p.nkeys && phys < u_vis[m];
                 if (MODE == IX_GATE) {
-                    /* the warp's 32 lanes hold 32 keys of one token: one atomic a warp */
-                    const bool pass = vis && sc >= u_thr[t];
+                    /* the warp holds 16 keys of two tokens (lanes with tq < 2: token 2m,
+                       the others 2m + 1): one atomic a token, both issued together */
+                    const bool pass = vis && s >= u_thr[m];
                     const unsigned bal = __ballot_sync(0xffffffffu, pass);
                     if (bal) {
-                        const int lead = __ffs(bal) - 1;
+                        const unsigned mine = bal & ((tq & 2) ? 0xccccccccu : 0x33333333u);
+                        const int lead = mine ? __ffs(mine) - 1 : 0;
                         uint32_t base = 0;
-                        if (lane == lead) base = atomicAdd(p.cnt + qt, (uint32_t)__popc(bal));
+                        if (mine && lane == lead)
+                            base = atomicAdd(p.cnt + u_qt[m], (uint32_t)__popc(mine));
                         base = __shfl_sync(0xffffffffu, base, lead);
                         if (pass) {
-                            const uint32_t pos = base + (uint32_t)__popc(bal & ((1u << lane) - 1u));
-                            if (pos < p.cap) p.cand[(size_t)qt * p.cap + pos] = pack_cand(sc, phys);
+                            const uint32_t pos =
+                                base + (uint32_t)__popc(mine & ((1u << lane) - 1u));
+                            if (pos < p.cap)
+                                p.cand[(size_t)u_qt[m] * p.cap + pos] = pack_cand(s, phys);
                         }
                     }
                 } else {
-                    const uint32_t tiu = tok0 + (uint32_t)wg * tpw + (uint32_t)t;
+                    const uint32_t tiu = tok0 + 2u * (uint32_t)m + ((uint32_t)tq >> 1);
                     if (tiu < p.ntok && li < p.nkeys)
-                        p.out[(size_t)tiu * p.ld + li] = vis ? sc : -INFINITY;
+                        p.out[(size_t)tiu * p.ld + li] = vis ? s : -INFINITY;
                 }
             }
-            /* red is rewritten by the next tile's epilogue only after the next chunk's
-               block barrier */
         }
         /* every load of this unit landed and every warpgroup is done with the query tile
-           before the next unit overwrites it */
+           and the weights before the next unit overwrites them */
         cp_async_wait<0>();
         __syncthreads();
     }
@@ -677,13 +710,16 @@ int make_plan(const sieve_indexer_params *p, bool materialized, IxPlan *pl) {
 template <typename E, int MODE>
 int launch_scan_t(sieve__cuda_ctx *c, const IxParams &p0) {
     IxParams p = p0;
+    if (p.hp_log2 < 4 || p.hp_log2 > 6) return SIEVE_EINVAL; /* the plan pads to 16, 32, 64 */
     const uint32_t tpt = (uint32_t)IX_BQ >> p.hp_log2;
     p.ntt = (p.ntok + tpt - 1) / tpt;
     const uint32_t nkt = (p.nkeys + IX_BR - 1) / IX_BR;
     if (p.ntt == 0 || nkt == 0) return 0;
     const int KT = (int)((p.D + IX_KC - 1) / IX_KC);
     const size_t smem = ix_smem(KT);
-    auto kern = ix_scan_kernel<E, MODE>;
+    auto kern = p.hp_log2 == 4 ? ix_scan_kernel<E, MODE, 4>
+              : p.hp_log2 == 5 ? ix_scan_kernel<E, MODE, 5>
+                               : ix_scan_kernel<E, MODE, 6>;
     SIEVE_CUDA_TRY(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                         (int)ix_smem(IX_KT_MAX)));
     int per_sm = 0;
@@ -733,7 +769,6 @@ IxParams base_params(const sieve_indexer_params *p, const IxPlan &pl, const void
     x.keys = keys;
     x.w = w;
     x.H = p->heads;
-    x.Hp = pl.Hp;
     x.hp_log2 = pl.hp_log2;
     x.D = p->head_dim;
     x.vis = pl.vis;
