@@ -116,6 +116,24 @@ __device__ inline uint32_t wg_causal_keys(const AttnArgs &a, const WgScope &c) {
     const uint64_t v = (uint64_t)a.pos0 + c.tok0 + rl / a.R + 1;
     return v < a.L ? (uint32_t)v : a.L;
 }
+/* The CTA's key tiles of BN keys: causal, keys 0 .. U - 1; blocks, the kept blocks' tiles
+ * (nkt; block_lists counts 64-key tiles, so BN = 128 halves it) and then the corrected
+ * blocks' pooled rows (ncorr at lcorr), BN a tile. Returns the number of tiles. */
+template <bool BLOCKS, int BN>
+__device__ __forceinline__ uint32_t wg_tiles(const AttnArgs &a, const WgScope &sc0, uint32_t kvh,
+                                             uint32_t &nkt, uint32_t &ncorr, uint32_t &U,
+                                             const int32_t *&lkept, const int32_t *&lcorr) {
+    if (BLOCKS) {
+        const BlockLists bl = block_lists(a, kvh, sc0.I);
+        nkt = BN == 128 ? bl.nkt >> 1 : bl.nkt;
+        ncorr = bl.ncorr;
+        lkept = bl.kept;
+        lcorr = bl.corr;
+        return nkt + (ncorr + BN - 1) / BN;
+    }
+    U = wg_causal_keys(a, sc0);
+    return (U + BN - 1) / BN;
+}
 /* Row r of the scope: its output row (token x Hq + head). */
 __device__ inline size_t wg_out_row(const AttnArgs &a, const WgScope &c, uint32_t kvh,
                                     uint64_t r) {
@@ -249,17 +267,7 @@ __global__ void __launch_bounds__(WG_THREADS, 1) sa_wg_kernel(const __grid_const
     uint32_t ntiles, nkt = 0, ncorr = 0, U = 0;
     const uint32_t bsh = a.bsub == 2 ? 1u : 0u; /* blocks: 64-key tiles a block, 1 or 2 */
     const int32_t *lkept = nullptr, *lcorr = nullptr;
-    if (BLOCKS) {
-        const BlockLists bl = block_lists(a, kvh, sc0.I);
-        nkt = bl.nkt;
-        ncorr = bl.ncorr;
-        lkept = bl.kept;
-        lcorr = bl.corr;
-        ntiles = nkt + (ncorr + SA_BN - 1) / SA_BN;
-    } else {
-        U = wg_causal_keys(a, sc0);
-        ntiles = (U + SA_BN - 1) / SA_BN;
-    }
+    ntiles = wg_tiles<BLOCKS, SA_BN>(a, sc0, kvh, nkt, ncorr, U, lkept, lcorr);
     if (ntiles == 0) {
         wg_no_keys<WG_THREADS>(a, sc0, kvh, tid);
         return;
@@ -591,17 +599,7 @@ __global__ void __launch_bounds__(WGP_THREADS, 1)
      * the corrected blocks' pooled rows, 128 a tile */
     uint32_t ntiles, nkt = 0, ncorr = 0, U = 0;
     const int32_t *lkept = nullptr, *lcorr = nullptr;
-    if (BLOCKS) {
-        const BlockLists bl = block_lists(a, kvh, sc0.I);
-        nkt = bl.nkt >> 1; /* bl.nkt counts 64-key tiles, two a block */
-        ncorr = bl.ncorr;
-        lkept = bl.kept;
-        lcorr = bl.corr;
-        ntiles = nkt + (ncorr + BN - 1) / BN;
-    } else {
-        U = wg_causal_keys(a, sc0);
-        ntiles = (U + BN - 1) / BN;
-    }
+    ntiles = wg_tiles<BLOCKS, BN>(a, sc0, kvh, nkt, ncorr, U, lkept, lcorr);
     if (ntiles == 0) {
         wg_no_keys<WGP_THREADS>(a, sc0, kvh, tid);
         return;
