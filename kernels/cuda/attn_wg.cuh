@@ -116,6 +116,19 @@ __device__ inline uint32_t wg_causal_keys(const AttnArgs &a, const WgScope &c) {
     const uint64_t v = (uint64_t)a.pos0 + c.tok0 + rl / a.R + 1;
     return v < a.L ? (uint32_t)v : a.L;
 }
+/* O's rows times this tile's rescale (corr[h] for row h of the thread's pair); a scale of
+ * 1 changes nothing, so the warp skips it where its maxima all held. */
+__device__ __forceinline__ void wg_rescale(float *o, const float *corr) {
+    if (__any_sync(0xffffffffu, corr[0] != 1.f || corr[1] != 1.f)) {
+#pragma unroll
+        for (int j = 0; j < 16; j++) {
+            o[4 * j] *= corr[0];
+            o[4 * j + 1] *= corr[0];
+            o[4 * j + 2] *= corr[1];
+            o[4 * j + 3] *= corr[1];
+        }
+    }
+}
 /* The CTA's key tiles of BN keys: causal, keys 0 .. U - 1; blocks, the kept blocks' tiles
  * (nkt; block_lists counts 64-key tiles, so BN = 128 halves it) and then the corrected
  * blocks' pooled rows (ncorr at lcorr), BN a tile. Returns the number of tiles. */
@@ -490,16 +503,7 @@ __global__ void __launch_bounds__(WG_THREADS, 1) sa_wg_kernel(const __grid_const
             __syncwarp();
             if (lane == 0) mbar_arrive(&empty[(it - 1) % ST]);
         }
-        /* (a scale of 1 changes nothing: skipped where the warp's maxima all held) */
-        if (__any_sync(0xffffffffu, corr[0] != 1.f || corr[1] != 1.f)) {
-#pragma unroll
-            for (int j = 0; j < 16; j++) {
-                o[4 * j] *= corr[0];
-                o[4 * j + 1] *= corr[0];
-                o[4 * j + 2] *= corr[1];
-                o[4 * j + 3] *= corr[1];
-            }
-        }
+        wg_rescale(o, corr);
     };
     /* O += P V of the last tile: one more turn each */
     auto finish = [&](uint32_t(&pu)[4][4]) {
@@ -789,15 +793,7 @@ __global__ void __launch_bounds__(WGP_THREADS, 1)
             __syncwarp();
             if (lane == 0) mbar_arrive(&emptyv[(it - 1) % SV]);
         }
-        if (__any_sync(0xffffffffu, corr[0] != 1.f || corr[1] != 1.f)) {
-#pragma unroll
-            for (int j = 0; j < 16; j++) {
-                o[4 * j] *= corr[0];
-                o[4 * j + 1] *= corr[0];
-                o[4 * j + 2] *= corr[1];
-                o[4 * j + 3] *= corr[1];
-            }
-        }
+        wg_rescale(o, corr);
 #pragma unroll
         for (int kk = 0; kk < 8; kk++)
 #pragma unroll
