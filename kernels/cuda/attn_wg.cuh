@@ -845,39 +845,38 @@ inline bool wg_choose(const sieve__cuda_ctx *c, uint32_t head_dim, uint32_t v_di
     return ctas >= (uint64_t)c->prop.multiProcessorCount;
 }
 
-/* Launches sa_wg_kernel: the causal mode over ceil(T R / 128) CTAs a kv head (chunks), the
- * block mode over a.tiles tiles x chunks (ceil(B R / 128)) a kv head. 0 or SIEVE_EDEVICE. */
-template <typename E, int MODE, int RING>
-int launch_wg_ring(const AttnArgs &base, uint32_t chunks, cudaStream_t s) {
-    auto kern = sa_wg_kernel<E, MODE, RING>;
-    constexpr uint32_t BYTES = WgSmem<WG_RINGS[RING].st>::BYTES;
-    SIEVE_CUDA_TRY(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, BYTES));
+/* Launches kern (THREADS threads, BYTES of dynamic shared memory): the causal mode over
+ * ceil(T R / 128) CTAs a kv head (chunks), the block mode over a.tiles tiles x chunks
+ * (ceil(B R / 128)) a kv head, at most SA_GRID_Z_MAX tiles a launch. 0 or SIEVE_EDEVICE. */
+template <int MODE, typename K>
+int launch_wg_grid(K kern, uint32_t threads, uint32_t bytes, const AttnArgs &base,
+                   uint32_t chunks, cudaStream_t s) {
+    SIEVE_CUDA_TRY(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                        (int)bytes));
     const uint32_t nz = MODE == SA_BLOCKS ? base.tiles : 1;
     for (uint32_t g0 = 0; g0 < nz; g0 += SA_GRID_Z_MAX) {
         AttnArgs a = base;
         a.group0 = g0;
         const unsigned z = nz - g0 < SA_GRID_Z_MAX ? nz - g0 : SA_GRID_Z_MAX;
-        kern<<<dim3(chunks, a.Hkv, z), WG_THREADS, BYTES, s>>>(a);
+        kern<<<dim3(chunks, a.Hkv, z), threads, bytes, s>>>(a);
         SIEVE_CUDA_LAUNCH_CHECK();
     }
     return 0;
 }
 
-/* Launches sa_wgp_kernel: grids as launch_wg_ring's. 0 or SIEVE_EDEVICE. */
+/* Launches sa_wg_kernel with ring RING (launch_wg_grid). */
+template <typename E, int MODE, int RING>
+int launch_wg_ring(const AttnArgs &base, uint32_t chunks, cudaStream_t s) {
+    return launch_wg_grid<MODE>(sa_wg_kernel<E, MODE, RING>, WG_THREADS,
+                                WgSmem<WG_RINGS[RING].st>::BYTES, base, chunks, s);
+}
+
+/* Launches sa_wgp_kernel with rings RING (launch_wg_grid). */
 template <typename E, int MODE, int RING>
 int launch_wgp_ring(const AttnArgs &base, uint32_t chunks, cudaStream_t s) {
-    auto kern = sa_wgp_kernel<E, MODE, RING>;
-    constexpr uint32_t BYTES = WgpSmem<WGP_RINGS[RING].sk, WGP_RINGS[RING].sv>::BYTES;
-    SIEVE_CUDA_TRY(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, BYTES));
-    const uint32_t nz = MODE == SA_BLOCKS ? base.tiles : 1;
-    for (uint32_t g0 = 0; g0 < nz; g0 += SA_GRID_Z_MAX) {
-        AttnArgs a = base;
-        a.group0 = g0;
-        const unsigned z = nz - g0 < SA_GRID_Z_MAX ? nz - g0 : SA_GRID_Z_MAX;
-        kern<<<dim3(chunks, a.Hkv, z), WGP_THREADS, BYTES, s>>>(a);
-        SIEVE_CUDA_LAUNCH_CHECK();
-    }
-    return 0;
+    return launch_wg_grid<MODE>(sa_wgp_kernel<E, MODE, RING>, WGP_THREADS,
+                                WgpSmem<WGP_RINGS[RING].sk, WGP_RINGS[RING].sv>::BYTES, base,
+                                chunks, s);
 }
 
 /* The kernel and its rings, by SIEVE_CUDA_WG_RING (a tuning hook; a name not listed: the
