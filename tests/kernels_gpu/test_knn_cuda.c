@@ -137,6 +137,39 @@ static sieve_search_stats run_case(const gcase *c) {
                 cr_assert(isnan(sc[at]) && rows[at] == -1, "%s: padding at q=%u i=%u", name, b, i);
         }
     }
+    /* k = N: whatever the oracle says, every eligible row comes back exactly once */
+    if (c->k == c->n) {
+        uint64_t live = 0;
+        for (uint64_t r = 0; r < c->n; r++)
+            live += !c->with_masks || (r % 7 != 3 && r % 5 != 0);
+        uint8_t *seen = malloc((size_t)c->n);
+        cr_assert_not_null(seen);
+        for (uint32_t b = 0; b < c->B; b++) {
+            cr_assert_eq(cnt[b], live, "%s q=%u: %u rows of %llu eligible", name, b, cnt[b],
+                         (unsigned long long)live);
+            memset(seen, 0, (size_t)c->n);
+            for (uint32_t i = 0; i < cnt[b]; i++) {
+                int64_t r = rows[(size_t)b * c->k + i];
+                cr_assert(r >= 0 && (uint64_t)r < c->n && !seen[r], "%s q=%u i=%u: row %lld out "
+                          "of range or returned twice", name, b, i, (long long)r);
+                cr_assert(!c->with_masks || (r % 7 != 3 && r % 5 != 0),
+                          "%s q=%u: row %lld is masked out", name, b, (long long)r);
+                seen[r] = 1;
+                /* best first, ties by the smaller row: for Dot and Cosine the reported score
+                   is the key itself; Euclid's distance only has to be non-decreasing */
+                if (i == 0) continue;
+                size_t at = (size_t)b * c->k + i;
+                if (c->metric == SIEVE_METRIC_EUCLID)
+                    cr_assert(sc[at - 1] <= sc[at], "%s q=%u i=%u: distance %.9g after %.9g",
+                              name, b, i, sc[at], sc[at - 1]);
+                else
+                    cr_assert(sc[at - 1] > sc[at] || (sc[at - 1] == sc[at] && rows[at - 1] < r),
+                              "%s q=%u i=%u: row %lld score %.9g after row %lld score %.9g", name,
+                              b, i, (long long)r, sc[at], (long long)rows[at - 1], sc[at - 1]);
+            }
+        }
+        free(seen);
+    }
     /* the forced paths really ran */
     if (c->force == 1)
         cr_assert_eq(st.path_count[SIEVE_PATH_CERTIFIED], 0, "%s: forced underfill certified", name);
@@ -295,6 +328,29 @@ Test(knn_cuda, large_batches_and_k, .timeout = 1800) {
        sent wrongly */
     gcase u = {SIEVE_DTYPE_F16, SIEVE_METRIC_COSINE, SIEVE_PATTERN_NORMAL, 40009, 256, 256, 1100, 10, 0, 0, 1};
     run_case(&u);
+}
+
+/* k = N at 1M and 5M rows: any k up to the number of rows is answered, here by the direct
+ * path (the sample would hold half the rows or more, so every eligible row is sorted). The
+ * materialized oracle sorts every row too, so beside its bit-for-bit comparison run_case
+ * checks the answer on its own: every eligible row once, best first, ties by the smaller
+ * row. With the masks, k = N exceeds the eligible rows and the tail is padding. Small
+ * dimensions keep the fills short; all three dtypes and metrics. */
+Test(knn_cuda, k_equals_n_at_scale, .timeout = 900) {
+    SKIP_WITHOUT_GPU();
+    const gcase cases[] = {
+        {SIEVE_DTYPE_F16, SIEVE_METRIC_DOT, SIEVE_PATTERN_NORMAL, 1000000, 128, 1024, 7, 1000000, 0, 0, 0},
+        {SIEVE_DTYPE_BF16, SIEVE_METRIC_COSINE, SIEVE_PATTERN_TIES, 1000000, 96, 1024, 2, 1000000, 1, 0, 0},
+        {SIEVE_DTYPE_F32, SIEVE_METRIC_EUCLID, SIEVE_PATTERN_DUPS, 1000003, 64, 1024, 3, 1000003, 0, 0, 0},
+        {SIEVE_DTYPE_F16, SIEVE_METRIC_EUCLID, SIEVE_PATTERN_SORTED_DESC, 5000000, 64, 1024, 1, 5000000, 0, 0, 0},
+        {SIEVE_DTYPE_BF16, SIEVE_METRIC_DOT, SIEVE_PATTERN_BAND, 5000000, 64, 1024, 2, 5000000, 1, 0, 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        sieve_search_stats st = run_case(&cases[i]);
+        cr_assert_eq(st.path_count[SIEVE_PATH_DIRECT], cases[i].B, "case %zu: %llu of %u "
+                     "queries on the direct path", i,
+                     (unsigned long long)st.path_count[SIEVE_PATH_DIRECT], cases[i].B);
+    }
 }
 
 /* The select step every way (SIEVE_CUDA_SELECT): the block sort in shared memory (the
