@@ -7,14 +7,17 @@ k = 128 at or under 2.2 ms; 8,841,823 rows B = 64 under 3.9 ms; 5M B = 1024 unde
 k up to 8192 at most 15% over k = 128; beside the named shapes, torch's scoring GEMM alone
 where torch_knn.py measured it; for each shape over 1.2x, where its time goes and a bound from
 what was measured: the floor or the GEMM alone, plus the results over the bus, and for each
-k-cost miss whether the extra results' transfer alone exceeds the 15%) and PNG plots of time
-vs N and time vs k.
+k-cost miss whether the extra results' transfer alone exceeds the 15%; and, with --torch,
+sieve against torch's matmul + topk over every shape both measured, naming each shape where
+torch's call was faster: torch leaves its results on the GPU, sieve's calls bring them to
+the host) and PNG plots of time vs N and time vs k.
 
 usage: bench/report_knn.py --sieve knn.json --torch torch.json [--ceilings c.json]
                            [--md out.md] [--plots PREFIX]
 """
 import argparse
 import json
+import math
 import sys
 
 
@@ -124,10 +127,41 @@ def misses(timed, gemm=None):
     return out
 
 
-def targets(sv, gemm=None):
+def against_torch(timed, torch):
+    """Markdown lines: sieve against torch's matmul + topk over the shapes both measured (the
+    geometric mean of torch's time over sieve's, the range, and every shape where torch's
+    call was faster). torch's time (CUDA events around matmul + topk) leaves the results on
+    the GPU; sieve's whole call also uploads the queries and copies the results into the
+    caller's host arrays, which at large k is a visible part of it."""
+    pairs = [(torch[key(r)] / r["fused_ms"], r) for r in timed if torch.get(key(r))]
+    if not pairs:
+        return []
+    geo = math.exp(sum(math.log(x) for x, _ in pairs) / len(pairs))
+    lo, hi = min(pairs, key=lambda p: p[0]), max(pairs, key=lambda p: p[0])
+
+    def name(r):
+        return f"{r['n']:,} {r['dtype']} {res(r)} B = {r['batch']} k = {r['k']}"
+    out = [f"- Against torch's matmul + topk (its results left on the GPU; sieve's calls include "
+           f"the query upload and the results' copy to the host): {geo:.2f}x over {len(pairs)} "
+           f"shapes (geometric mean), from {hi[0]:.2f}x ({name(hi[1])}) to {lo[0]:.2f}x "
+           f"({name(lo[1])})."]
+    slower = [(x, r) for x, r in pairs if x < 1.0]
+    if slower:
+        out.append(f"  Slower than torch's call at {len(slower)}: " +
+                   "; ".join(f"{name(r)} ({x:.2f}x)" for x, r in slower) + ".")
+    return out
+
+
+def key(r):
+    """The shape's key in torch_knn.py's lines: (N, dtype, batch, k)."""
+    return (r["n"], r["dtype"], r["batch"], r["k"])
+
+
+def targets(sv, gemm=None, torch=None):
     """Markdown lines judging the sieve rows `sv` against the retrieval targets. gemm: (N,
     dtype, batch) -> torch's scoring GEMM alone in ms (torch_knn.py's matmul_ms), printed
-    beside the named shapes it is known for."""
+    beside the named shapes it is known for; torch: (N, dtype, batch, k) -> torch's matmul +
+    topk in ms, summarised by against_torch."""
     gemm = gemm or {}
     out = ["", "Against the targets:", ""]
     timed = [r for r in sv if r.get("fused_ms") and r.get("floor_ms")]
@@ -172,6 +206,7 @@ def targets(sv, gemm=None):
             why = (f" (the extra results over the bus alone: {extra:+.0%})"
                    if c > K_COST and extra > K_COST else "")
             out.append(f"  - {n:,} {d} {rs} B = {b}: {c:+.0%} at k = {k}: {verdict(c <= K_COST)}{why}")
+    out.extend(against_torch(timed, torch or {}))
     return out
 
 
@@ -236,7 +271,7 @@ def main():
         out.append("| N | dtype | results | B | k=128 ms | " + " | ".join(f"k={k}" for k in big) + " |")
         out.append("|---|---|---|---|---|" + "---|" * len(big))
         out.extend(lines)
-    out.extend(targets(sv, gemm))
+    out.extend(targets(sv, gemm, tq))
     text = "\n".join(out) + "\n"
     if a.md:
         open(a.md, "w").write(text)

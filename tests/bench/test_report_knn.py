@@ -98,6 +98,9 @@ def main():
     # a shape that is not named is not judged against a named limit
     check(not any("float32" in x and "target" in x for x in lines), "no named target for float32 lines",
           [x for x in lines if "target" in x], [])
+    # without torch's lines there is no comparison with torch
+    check(not any(x.startswith("- Against torch") for x in lines), "no torch summary without --torch",
+          [x for x in lines if "torch" in x], [])
 
     def with_torch(torch_rows, what):
         """The report's lines with torch_knn.py lines (5M float16: batch, k, torch_ms and,
@@ -129,6 +132,16 @@ def main():
         "0.019 | 1.20x (GEMM alone + bus) |")
     has("  In 2 of them the measured bound is itself over 1.2x of the floor (1 with the GEMM alone, "
         "1 with the floor): no search reaches the line there at the rates measured on that machine.")
+
+    # against torch: the geometric mean of torch's time over sieve's (52.5 / 14.5, 4.4 / 2.0,
+    # 2.0 / 2.4: 1.88x), the range, and the shape where torch's call was faster, named
+    lines = with_torch([(1024, 128, 52.5, None), (64, 128, 4.4, None), (64, 8192, 2.0, None)],
+                       "slower than torch")
+    has("- Against torch's matmul + topk (its results left on the GPU; sieve's calls include the "
+        "query upload and the results' copy to the host): 1.88x over 3 shapes (geometric mean), "
+        "from 3.62x (5,000,000 float16 pageable B = 1024 k = 128) to 0.83x (5,000,000 float16 "
+        "pageable B = 64 k = 8192).")
+    has("  Slower than torch's call at 1: 5,000,000 float16 pageable B = 64 k = 8192 (0.83x).")
 
     # a GEMM slower than the search's scan bounds nothing: the floor stays the bound
     lines = with_torch([(1024, 128, 52.5, 20.0)], "a GEMM slower than the scan")
