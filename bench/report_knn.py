@@ -133,7 +133,7 @@ def against_torch(timed, torch):
     call was faster). torch's time (CUDA events around matmul + topk) leaves the results on
     the GPU; sieve's whole call also uploads the queries and copies the results into the
     caller's host arrays, which at large k is a visible part of it."""
-    pairs = [(torch[key(r)] / r["fused_ms"], r) for r in timed if torch.get(key(r))]
+    pairs = [(torch[shape_key(r)] / r["fused_ms"], r) for r in timed if torch.get(shape_key(r))]
     if not pairs:
         return []
     geo = math.exp(sum(math.log(x) for x, _ in pairs) / len(pairs))
@@ -152,8 +152,8 @@ def against_torch(timed, torch):
     return out
 
 
-def key(r):
-    """The shape's key in torch_knn.py's lines: (N, dtype, batch, k)."""
+def shape_key(r):
+    """A shape as torch_knn.py's lines name it: (N, dtype, batch, k)."""
     return (r["n"], r["dtype"], r["batch"], r["k"])
 
 
@@ -219,7 +219,7 @@ def main():
     ap.add_argument("--plots", help="write PREFIX-vs-n.png and PREFIX-vs-k.png")
     a = ap.parse_args()
     allsv = load(a.sieve)
-    tq = {(r["n"], r["dtype"], r["batch"], r["k"]): r.get("torch_ms") for r in load(a.torch) if r.get("mode") == "torch"}
+    tq = {shape_key(r): r.get("torch_ms") for r in load(a.torch) if r.get("mode") == "torch"}
     ceil = {r["what"]: r["value"] for r in load(a.ceilings) if r.get("mode") == "ceiling"}
     gemm = {(r["n"], r["dtype"], r["batch"]): r["matmul_ms"] for r in load(a.torch)
             if r.get("mode") == "torch" and r.get("matmul_ms")}
@@ -237,8 +237,7 @@ def main():
     out.append("| N | dtype | results | B | k | fused ms | of which download | materialized ms | torch ms | floor ms | % of floor | vs torch | admitted/query | exact | paths c/u/o/f/d |")
     out.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in sv:
-        key = (r["n"], r["dtype"], r["batch"], r["k"])
-        t = tq.get(key)
+        t = tq.get(shape_key(r))
         pct = 100.0 * r["floor_ms"] / r["fused_ms"] if r["fused_ms"] else 0
         vs = f"{t / r['fused_ms']:.2f}x" if t else "-"
         def num(v, fmt):

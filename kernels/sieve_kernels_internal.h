@@ -228,6 +228,12 @@ int sieve__cuda_block_sparse_prefill(void *ctx, const sieve_bsp_params *p, const
 #define SIEVE__HD
 #endif
 
+/* The order both backends give float keys: a key's bits mapped to a uint32 that is larger
+ * for a larger key (-0 below +0; NaNs outside every number). */
+static inline SIEVE__HD uint32_t sieve__ord_of_bits(uint32_t u) {
+    return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+}
+
 /* SplitMix64's output for state x (its step adds the golden ratio first): the seed mix of the
  * samples' random offsets on every backend. */
 static inline SIEVE__HD uint64_t sieve__splitmix64(uint64_t x) {

@@ -111,7 +111,7 @@ static inline float sieve__cpu_report(sieve_metric metric, float key, float qsq)
 static inline uint64_t sieve__cpu_cand(float key, uint32_t row) {
     uint32_t u;
     memcpy(&u, &key, 4);
-    uint32_t ord = (u & 0x80000000u) ? ~u : (u | 0x80000000u); /* ascending with key */
+    uint32_t ord = sieve__ord_of_bits(u); /* ascending with key */
     return ((uint64_t)(~ord) << 32) | row;
 }
 static inline uint32_t sieve__cpu_cand_row(uint64_t c) { return (uint32_t)c; }
