@@ -71,8 +71,9 @@ static void make_masks(uint64_t n, uint64_t **del, uint64_t **allow) {
     }
 }
 
-/* A score ranked as the kernels rank keys (sieve__ord_of_bits). */
-static uint32_t key_order(float f) {
+/* A key or score ranked as the kernels rank keys (sieve__ord_of_bits: -0 < +0, -inf
+ * lowest). */
+static uint32_t ord_bits(float f) {
     uint32_t u;
     memcpy(&u, &f, 4);
     return sieve__ord_of_bits(u);
@@ -178,7 +179,7 @@ static sieve_search_stats run_case(const gcase *c) {
                     cr_assert(sc[at - 1] <= sc[at], "%s q=%u i=%u: distance %.9g after %.9g",
                               name, b, i, sc[at], sc[at - 1]);
                 } else {
-                    uint32_t prev = key_order(sc[at - 1]), cur = key_order(sc[at]);
+                    uint32_t prev = ord_bits(sc[at - 1]), cur = ord_bits(sc[at]);
                     cr_assert(prev > cur || (prev == cur && rows[at - 1] < r),
                               "%s q=%u i=%u: row %lld score %.9g after row %lld score %.9g",
                               name, b, i, (long long)r, sc[at], (long long)rows[at - 1],
@@ -1119,13 +1120,7 @@ Test(knn_cuda, pinned_results_match_pageable, .timeout = 600) {
 }
 
 /* Host reference of the sample selection: the float bits at descending rank r of the keys
- * ordered as their bits map to ordered integers (the kernels' order: -0 < +0, -inf lowest). */
-static uint32_t ord_bits(float f) {
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
-}
-
+ * ordered as ord_bits orders them. */
 static int cmp_desc_u32(const void *a, const void *b) {
     uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
     return x < y ? 1 : x > y ? -1 : 0;
